@@ -23,7 +23,7 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -113,6 +113,13 @@ MIGRATIONS: list[str] = [
     );
     INSERT INTO meta (id, rows_version) VALUES (1, 0);
     """,
+    # 3: the pruning masks of a score, so the viewer's overlay needs no rescore after reopening. Per keyframe, the
+    # (rows, cols) bool grid of kept tokens, packed 8 to a byte (see pack_masks); NULL for scores without masks.
+    """
+    ALTER TABLE scores ADD COLUMN keyframe_steps TEXT;  -- JSON list: the step of each keyframe
+    ALTER TABLE scores ADD COLUMN mask_shapes TEXT;     -- JSON list of [rows, cols], one per keyframe
+    ALTER TABLE scores ADD COLUMN masks BLOB;           -- np.packbits of each mask (row-major), concatenated
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -180,6 +187,50 @@ class ScoreRecord:
     tokens_kept: int | None
     tokens_total: int | None
     scored_at: float
+    masks: list[Any] = field(default_factory=list)
+    keyframe_steps: list[int] = field(default_factory=list)
+
+
+def pack_masks(masks: Sequence[Any]) -> tuple[str, bytes]:
+    """Per-keyframe bool masks as (JSON list of their shapes, their bits packed 8 to a byte, concatenated).
+
+    Each mask is packed on its own (padded to a whole byte), so masks of different shapes round-trip. A 14 x 20
+    grid (224-px working size) takes 35 bytes instead of 280 as bools or ~1 KB as JSON.
+
+    Args:
+        masks: per keyframe, a (rows, cols) bool array (any array-like; non-zero is kept).
+    """
+    import numpy as np
+
+    shapes, parts = [], []
+    for m in masks:
+        a = np.asarray(m, dtype=bool)
+        shapes.append([int(d) for d in a.shape])  # a flat mask stays flat: the overlay fits it to the frame
+        parts.append(np.packbits(a, axis=None).tobytes())
+    return json.dumps(shapes), b"".join(parts)
+
+
+def unpack_masks(shapes_json: str | None, blob: bytes | None) -> list[Any]:
+    """The masks :func:`pack_masks` packed: a list of bool arrays of the stored shapes ([] when none were stored).
+
+    Raises:
+        CatalogError: the blob does not hold the bits the shapes call for (a damaged row).
+    """
+    import numpy as np
+
+    if not shapes_json or blob is None:
+        return []
+    shapes = json.loads(shapes_json)
+    bits = np.frombuffer(blob, dtype=np.uint8)
+    out, at = [], 0
+    for shape in shapes:
+        n = int(np.prod(shape, dtype=np.int64))
+        nbytes = (n + 7) // 8
+        if at + nbytes > bits.size:
+            raise CatalogError(f"stored pruning masks are truncated: {bits.size} bytes for shapes {shapes}")
+        out.append(np.unpackbits(bits[at:at + nbytes], count=n).astype(bool).reshape([int(d) for d in shape]))
+        at += nbytes
+    return out
 
 
 @dataclass
@@ -697,22 +748,39 @@ class Catalog:
 
     def set_score(self, key: str, p_success: float | None, first_error_step: int | None,
                   step_scores: Iterable[float] | None, model: str | None, tokens_kept: int | None = None,
-                  tokens_total: int | None = None) -> None:
+                  tokens_total: int | None = None, masks: Sequence[Any] | None = None,
+                  keyframe_steps: Sequence[int] | None = None) -> None:
         """Record a reward-model score of ``key``; the latest one is what queries show. Earlier ones are kept.
 
         A key the catalog does not (yet) hold is accepted: its score shows once a scan records the trajectory.
+
+        Args:
+            masks: per keyframe, the (rows, cols) bool grid of tokens the model kept (stored packed, see
+                :func:`pack_masks`), so the pruning overlay shows after reopening without running the model.
+            keyframe_steps: the step of each keyframe (as long as ``masks``).
+
+        Raises:
+            CatalogError: the write failed, or ``masks`` and ``keyframe_steps`` differ in length.
         """
         steps = json.dumps([float(x) for x in (step_scores or [])])
+        shapes, blob, kf = None, None, None
+        if masks is not None and len(masks):
+            kf_list = [int(k) for k in (keyframe_steps or [])]
+            if len(kf_list) != len(masks):
+                raise CatalogError(f"{self.db_path}: score of {key}: {len(masks)} masks but {len(kf_list)} "
+                                   "keyframe steps")
+            shapes, blob = pack_masks(masks)
+            kf = json.dumps(kf_list)
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute(
                 "INSERT INTO scores (key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total,"
-                " scored_at) VALUES (?,?,?,?,?,?,?,?)",
+                " scored_at, keyframe_steps, mask_shapes, masks) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (str(key), model, None if p_success is None else float(p_success),
                  None if first_error_step is None else int(first_error_step), steps,
                  None if tokens_kept is None else int(tokens_kept),
-                 None if tokens_total is None else int(tokens_total), time.time()))
+                 None if tokens_total is None else int(tokens_total), time.time(), kf, shapes, blob))
             conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if conn.in_transaction:
@@ -720,13 +788,17 @@ class Catalog:
             raise CatalogError(f"{self.db_path}: cannot write a score: {exc}") from exc
 
     def latest_score(self, key: str) -> ScoreRecord | None:
-        """The latest score of ``key`` with its per-step scores, or None when it was never scored."""
+        """The latest score of ``key`` with its per-step scores and pruning masks, or None when it was never
+        scored. A score stored without masks (or before schema version 3) has ``masks == []``."""
         row = self._conn().execute(
-            "SELECT key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at "
-            "FROM scores WHERE key = ? ORDER BY id DESC LIMIT 1", (str(key),)).fetchone()
+            "SELECT key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, "
+            "keyframe_steps, mask_shapes, masks FROM scores WHERE key = ? ORDER BY id DESC LIMIT 1",
+            (str(key),)).fetchone()
         if row is None:
             return None
-        return ScoreRecord(row[0], row[1], row[2], row[3], json.loads(row[4] or "[]"), row[5], row[6], row[7])
+        masks = unpack_masks(row[9], row[10])
+        return ScoreRecord(row[0], row[1], row[2], row[3], json.loads(row[4] or "[]"), row[5], row[6], row[7],
+                           masks, json.loads(row[8]) if masks and row[8] else [])
 
 
 def _row(r: tuple[Any, ...]) -> CatalogRow:

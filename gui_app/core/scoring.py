@@ -83,7 +83,8 @@ def score_many(trajs_or_keys: Iterable[Trajectory | str], model: RewardModel, ca
             oc.result = res
             if catalog is not None:
                 catalog.set_score(oc.key, res.p_success, res.first_error_step, res.step_scores, model.name,
-                                  tokens_kept=res.tokens_kept, tokens_total=res.tokens_total)
+                                  tokens_kept=res.tokens_kept, tokens_total=res.tokens_total, masks=res.masks,
+                                  keyframe_steps=res.keyframe_steps)
         pending.clear()
 
     for i, item in enumerate(items):

@@ -67,7 +67,8 @@ def scan_task(catalog: Catalog, root: Path, rep: Reporter) -> ScanReport:
 @dataclass
 class StoredScore:
     """The latest reward-model score of a trajectory as the catalog keeps it: what the views read of a
-    ``models.runtime.ScoreResult``, without the pruning masks (the catalog stores none; rescoring shows them)."""
+    ``models.runtime.ScoreResult``, pruning masks included (stored packed with the score), so the overlay shows
+    without running the model again."""
 
     p_success: float | None
     first_error_step: int | None
@@ -126,7 +127,7 @@ def load_task(key: str, rep: Reporter, source_options: dict[str, Any] | None = N
             rec = None
         if rec is not None and len(rec.step_scores) in (0, traj.n_steps):
             loaded.score = StoredScore(rec.p_success, rec.first_error_step, list(rec.step_scores), rec.model,
-                                       rec.tokens_kept, rec.tokens_total)
+                                       rec.tokens_kept, rec.tokens_total, list(rec.masks), list(rec.keyframe_steps))
     if rep.cancelled():
         loaded.close()
     return loaded
@@ -163,7 +164,8 @@ def score_one_task(holder: _ModelHolder, catalog: Catalog | None, key: str, traj
     result = model.score(traj)
     if catalog is not None:
         catalog.set_score(key, result.p_success, result.first_error_step, result.step_scores, _model_name(model),
-                          getattr(result, "tokens_kept", None), getattr(result, "tokens_total", None))
+                          getattr(result, "tokens_kept", None), getattr(result, "tokens_total", None),
+                          masks=getattr(result, "masks", None), keyframe_steps=getattr(result, "keyframe_steps", None))
     rep.progress(1, 1, f"scored {traj.id}")
     return result
 

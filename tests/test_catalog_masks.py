@@ -1,0 +1,66 @@
+"""Pruning masks stored with a score: packed compactly, read back exactly after reopening, migrated catalogs."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gui_app.core.catalog import SCHEMA_VERSION, Catalog, pack_masks, unpack_masks
+from gui_app.core.errors import CatalogError
+
+
+def _masks(seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.random((14, 20)) < 0.3, rng.random((14, 20)) < 0.5, np.zeros((3, 5), bool), np.ones(7, bool)]
+
+
+def test_pack_round_trips_shapes_and_bits_compactly():
+    masks = _masks()
+    shapes, blob = pack_masks(masks)
+    assert len(blob) == 35 + 35 + 2 + 1  # 280 bits -> 35 bytes; 15 -> 2; 7 -> 1
+    back = unpack_masks(shapes, blob)
+    assert [m.shape for m in back] == [(14, 20), (14, 20), (3, 5), (7,)]
+    for a, b in zip(masks, back, strict=True):
+        assert b.dtype == bool and np.array_equal(a, b)
+    assert unpack_masks(None, None) == []
+    with pytest.raises(CatalogError, match="truncated"):
+        unpack_masks(shapes, blob[:40])
+
+
+def test_masks_survive_reopening_the_catalog(tmp_path: Path):
+    db = tmp_path / "c.sqlite"
+    masks = _masks(1)[:2]
+    with Catalog(db) as cat:
+        cat.set_score("/runs/a", 0.2, 1, [0.1, 0.7, 0.2], "m", 150, 560, masks=masks, keyframe_steps=[0, 2])
+        cat.set_score("/runs/b", 0.9, None, [0.5], "m")  # no masks (e.g. scored with --no-prune)
+        with pytest.raises(CatalogError, match="2 masks but 1 keyframe steps"):
+            cat.set_score("/runs/c", 0.5, None, [], "m", masks=masks, keyframe_steps=[0])
+    with Catalog(db) as cat:
+        rec = cat.latest_score("/runs/a")
+        assert rec.keyframe_steps == [0, 2] and (rec.tokens_kept, rec.tokens_total) == (150, 560)
+        assert all(np.array_equal(a, b) for a, b in zip(masks, rec.masks, strict=True))
+        other = cat.latest_score("/runs/b")
+        assert other.masks == [] and other.keyframe_steps == []
+        assert cat.latest_score("/runs/c") is None  # the refused write left nothing behind
+
+
+def test_version_2_catalog_gains_mask_columns_and_keeps_scores(tmp_path: Path):
+    from gui_app.core.catalog import MIGRATIONS, _statements
+
+    db = tmp_path / "v2.sqlite"
+    conn = sqlite3.connect(db, isolation_level=None)
+    for script in MIGRATIONS[:2]:
+        for statement in _statements(script):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("INSERT INTO scores (key, p_success, step_scores, scored_at) VALUES ('/x', 0.75, '[0.5]', 0)")
+    conn.close()
+    with Catalog(db) as cat:
+        assert cat.schema_version == SCHEMA_VERSION >= 3
+        old = cat.latest_score("/x")
+        assert (old.p_success, old.step_scores, old.masks) == (0.75, [0.5], [])
+        cat.set_score("/x", 0.5, None, [0.5], "m", masks=[np.eye(4, dtype=bool)], keyframe_steps=[0])
+        assert np.array_equal(cat.latest_score("/x").masks[0], np.eye(4, dtype=bool))
