@@ -11,6 +11,9 @@ error), the table, and a count. Selecting a row emits :attr:`LibraryView.traject
 
 The label status column reads the annotation store through one narrow function ``label_status(rows) -> {key:
 status}`` (:func:`store_label_status` builds it from an annotation store); without one the column stays blank.
+Sorting by that column orders by labelling progress (:func:`label_order`): the catalog cannot sort by what only the
+store knows, so the whole filtered result is read from the catalog's cached rows, its statuses read from the store
+once, and the model pages through that ordered list.
 """
 
 from __future__ import annotations
@@ -43,9 +46,12 @@ COLUMNS: tuple[tuple[str, str | None, str], ...] = (
     ("Duration", "duration", "Length of the run (recording, else last step)"),
     ("Env outcome", "success", "Success as recorded by the environment or the data set"),
     ("p(success)", "p_success", "The reward model's latest probability of success"),
-    ("Label", None, "Annotation status from the label store"),
+    ("Label", "label", "Annotation status from the label store (sorts unlabelled, labelled once, several "
+                       "annotators, adjudicated)"),
 )
 COL_INSTRUCTION, COL_TASK, COL_FORMAT, COL_STEPS, COL_DURATION, COL_OUTCOME, COL_P, COL_LABEL = range(len(COLUMNS))
+
+LABEL_SORT = "label"  # the order_by of the label status column: not a catalog column, sorted here
 
 RowRole = Qt.ItemDataRole.UserRole + 1  # the CatalogRow
 KeyRole = Qt.ItemDataRole.UserRole + 2  # the key (what formats.load accepts)
@@ -106,6 +112,7 @@ class LibraryModel(QAbstractTableModel):
         self._count = 0
         self._pages: OrderedDict[int, list[CatalogRow]] = OrderedDict()
         self._labels: dict[str, str] = {}
+        self._ordered: list[CatalogRow] | None = None  # the whole result when sorted by label status
         self.query_error: str | None = None
         self._recount()
 
@@ -165,20 +172,20 @@ class LibraryModel(QAbstractTableModel):
         self._runner.submit("Reading the library",
                             lambda rep: _read_query(catalog, label_status, *query, tracked=tracked),
                             on_result=lambda res, g=gen, k=tracked: self._apply(g, res, k),
-                            on_error=lambda exc, g=gen: self._apply(g, (0, [], {}, str(exc), -1), None),
+                            on_error=lambda exc, g=gen: self._apply(g, (0, [], {}, str(exc), -1, None), None),
                             report_errors=False, show_progress=False)
 
-    def _apply(self, generation: int, result: tuple[int, list[CatalogRow], dict[str, str], str | None, int],
-               tracked: str | None) -> None:
+    def _apply(self, generation: int, result: QueryResult, tracked: str | None) -> None:
         if generation != self._generation:
             return  # a newer query was asked for meanwhile
-        count, first_page, labels, error, tracked_row = result
+        count, first_page, labels, error, tracked_row, ordered = result
         self._tracked_row = (tracked, tracked_row) if tracked is not None else None
         self.pending = False
         self.beginResetModel()
         self._count, self.query_error = count, error
         self._pages.clear()
         self._labels = dict(labels)
+        self._ordered = ordered
         if first_page:
             self._pages[0] = first_page
         self.endResetModel()
@@ -188,12 +195,16 @@ class LibraryModel(QAbstractTableModel):
         self._tracked_row = None
         self._pages.clear()
         self._labels.clear()
+        self._ordered = None
         self.query_error = None
         if self._catalog is None:
             self._count = 0
             return
         try:
             self._count = self._catalog.count(self._text, self._filters)
+            if self._order_by == LABEL_SORT:
+                self._ordered, self._labels = _label_ordered(self._catalog, self._label_status, self._text,
+                                                             self._filters, self._descending)
         except (RollscopeError, sqlite3.Error) as exc:  # a damaged catalog shows as a message, not a crash
             self._count, self.query_error = 0, str(exc)
 
@@ -231,6 +242,14 @@ class LibraryModel(QAbstractTableModel):
         self.layoutAboutToBeChanged.emit()
         self._pages.clear()
         self._labels.clear()
+        self._ordered = None
+        if field == LABEL_SORT and self._catalog is not None:
+            try:
+                self._ordered, self._labels = _label_ordered(self._catalog, self._label_status, self._text,
+                                                             self._filters, self._descending)
+            except (RollscopeError, sqlite3.Error) as exc:
+                self.query_error = str(exc)
+                self._ordered = []
         self.layoutChanged.emit()
         self.query_changed.emit()
 
@@ -249,6 +268,12 @@ class LibraryModel(QAbstractTableModel):
             return page
         if self._catalog is None:
             return []
+        if self._ordered is not None:  # sorted by label status: the statuses of every row are known already
+            page = self._ordered[number * PAGE_SIZE:(number + 1) * PAGE_SIZE]
+            self._pages[number] = page
+            if len(self._pages) > MAX_PAGES:
+                self._pages.popitem(last=False)
+            return page
         try:
             page = self._catalog.query(self._text, self._filters, self._order_by, self._descending,
                                        limit=PAGE_SIZE, offset=number * PAGE_SIZE)
@@ -354,12 +379,25 @@ class LibraryModel(QAbstractTableModel):
         return None
 
 
+# (count, first page, label status by key, error, row of the tracked key or -1, the whole ordered result when
+# sorted by label status else None): what a worker reads for LibraryModel.refresh.
+QueryResult = tuple[int, list[CatalogRow], dict[str, str], str | None, int, list[CatalogRow] | None]
+
+
 def _read_query(catalog: Catalog, label_status: LabelStatusFn | None, text: str, filters: dict[str, Any],
-                order_by: str, descending: bool, tracked: str | None = None
-                ) -> tuple[int, list[CatalogRow], dict[str, str], str | None, int]:
-    """(count, first page, its label status, error, row of ``tracked`` or -1) of a query: what a worker reads for
-    :meth:`LibraryModel.refresh`. A catalog or store error comes back as the error text, never raised."""
+                order_by: str, descending: bool, tracked: str | None = None) -> QueryResult:
+    """(count, first page, its label status, error, row of ``tracked`` or -1, ordered result) of a query: what a
+    worker reads for :meth:`LibraryModel.refresh`. A catalog or store error comes back as the error text, never
+    raised."""
     tracked_row = -1
+    if order_by == LABEL_SORT:
+        try:
+            ordered, labels = _label_ordered(catalog, label_status, text, filters, descending)
+        except (RollscopeError, sqlite3.Error) as exc:
+            return 0, [], {}, str(exc), -1, None
+        if tracked is not None:
+            tracked_row = next((i for i, r in enumerate(ordered) if r.key == tracked), -1)
+        return len(ordered), ordered[:PAGE_SIZE], labels, None, tracked_row, ordered
     try:
         count = catalog.count(text, filters)
         page = catalog.query(text, filters, order_by, descending, limit=PAGE_SIZE, offset=0)
@@ -368,31 +406,74 @@ def _read_query(catalog: Catalog, label_status: LabelStatusFn | None, text: str,
             everything = catalog.query(text, filters, order_by, descending)
             tracked_row = next((i for i, r in enumerate(everything) if r.key == tracked), -1)
     except (RollscopeError, sqlite3.Error) as exc:
-        return 0, [], {}, str(exc), -1
+        return 0, [], {}, str(exc), -1, None
     labels: dict[str, str] = {}
     if label_status is not None and page:
         try:
             labels = label_status(page)
         except (RollscopeError, sqlite3.Error):
             labels = {}
-    return count, page, labels, None, tracked_row
+    return count, page, labels, None, tracked_row, None
+
+
+def label_rank(status: str) -> int:
+    """Labelling progress of a status text from :func:`store_label_status`: 0 unlabelled, 1 labelled by one
+    annotator, 2 by several (awaiting adjudication), 3 adjudicated."""
+    if not status:
+        return 0
+    if status.startswith("final:"):
+        return 3
+    return 2 if status.endswith(" annotators") else 1
+
+
+def label_order(rows: Sequence[CatalogRow], labels: dict[str, str], descending: bool = False) -> list[CatalogRow]:
+    """``rows`` ordered by label status: by :func:`label_rank` (ascending: unlabelled first, the work left to do),
+    then by the status text (the verdicts group together); stable, so ties keep the order ``rows`` came in."""
+    return sorted(rows, key=lambda r: (label_rank(labels.get(r.key, "")), labels.get(r.key, "").casefold()),
+                  reverse=descending)
+
+
+def _label_ordered(catalog: Catalog, label_status: LabelStatusFn | None, text: str, filters: dict[str, Any],
+                   descending: bool) -> tuple[list[CatalogRow], dict[str, str]]:
+    """The whole filtered result (instruction order, then) ordered by label status, and every row's status. The
+    status of the whole result is read in one go (see :func:`store_label_status`)."""
+    rows = catalog.query(text, filters, "instruction")
+    labels: dict[str, str] = {}
+    if label_status is not None and rows:
+        try:
+            labels = label_status(rows)
+        except (RollscopeError, sqlite3.Error):
+            labels = {}  # label status is decoration: a store problem leaves the instruction order
+    return label_order(rows, labels, descending), labels
+
+
+_BULK_STATUS = 50  # more labelled ids than this in one call: read the whole store once instead of per id
 
 
 def store_label_status(store: Any) -> LabelStatusFn:
     """The label status of library rows from an annotation store (``gui_app.core.store.AnnotationStore``).
 
     Status: ``final: <verdict>`` once adjudicated, else ``<verdict>`` for one annotator or ``N annotators``;
-    blank when unlabelled. The set of labelled ids is read once per page, the annotations only for those.
+    blank when unlabelled. The set of labelled ids is read once per call, then the annotations of those ids: one
+    query each for a page, one query for all of them when many rows are asked for (sorting a whole library).
     """
 
     def status(rows: Sequence[CatalogRow]) -> dict[str, str]:
         labelled = set(store.trajectory_ids())
+        wanted = {row.id for row in rows} & labelled
+        by_id: dict[str, list[Any]] | None = None
+        if len(wanted) > _BULK_STATUS:
+            by_id = {}
+            for a in store.annotations():
+                if a.trajectory_id in wanted:
+                    by_id.setdefault(a.trajectory_id, []).append(a)
         out: dict[str, str] = {}
         for row in rows:
-            if row.id not in labelled:
+            if row.id not in wanted:
                 continue
+            records = by_id.get(row.id, []) if by_id is not None else store.annotations(row.id)
             # A record with neither verdict nor labels is a trajectory merely opened in the label panel.
-            anns = [a for a in store.annotations(row.id) if a.verdict or a.labels]
+            anns = [a for a in records if a.verdict or a.labels]
             final = [a for a in anns if a.role == "adjudicator"]
             people = [a for a in anns if a.role != "adjudicator"]
             if final:

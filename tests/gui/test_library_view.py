@@ -59,8 +59,9 @@ def test_sorting_is_done_by_the_catalog(qapp, catalog):
     names = [model.row(r).instruction for r in range(model.rowCount())]
     named = [n for n in names if n]  # the broken one has no instruction; the catalog puts missing values last
     assert named == sorted(named, key=str.lower) and len(named) == 40
-    model.sort(COL_LABEL)  # not sortable in SQL: the order stays
-    assert model.order == ("instruction", False)
+    model.sort(COL_LABEL)  # by label status; with no label store every row is unlabelled: instruction order stays
+    assert model.order == ("label", False)
+    assert [model.row(r).instruction for r in range(model.rowCount())] == names
 
 
 def test_scores_show_and_sort(qapp, catalog):
