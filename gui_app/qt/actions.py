@@ -39,7 +39,7 @@ class ActionSpec:
     checkable: bool = False
 
 
-MENUS = ("File", "Playback", "Library", "Score", "View", "Help")
+MENUS = ("File", "Playback", "Library", "Labels", "Score", "View", "Help")
 
 ACTIONS: tuple[ActionSpec, ...] = (
     # File
@@ -71,6 +71,26 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Open the previous trajectory in the library's current order", "Library"),
     ActionSpec("search", "&Search…", ("Ctrl+F",), "focus_search", "Search the library by instruction, task or id",
                "Library"),
+    # Labels. Ctrl+digit and [ ]: plain digits and letters are the label panel's keys.
+    ActionSpec("queue_failures", "Queue: &failures first", ("Ctrl+1",), "queue_failures",
+               "Label what the library shows as a queue, environment failures first; opens its first unlabelled item",
+               "Labels"),
+    ActionSpec("queue_disagreement", "Queue: model &disagrees", ("Ctrl+2",), "queue_disagreement",
+               "Label what the library shows as a queue, reward model disagreeing with the outcome first", "Labels"),
+    ActionSpec("queue_uncertain", "Queue: model least &sure", ("Ctrl+3",), "queue_uncertain",
+               "Label what the library shows as a queue, reward model least sure (p near 0.5) first", "Labels"),
+    ActionSpec("queue_off", "&Leave the queue", ("Ctrl+0",), "queue_off",
+               "Stop working through the queue: Enter (save & next) follows the library order again", "Labels"),
+    ActionSpec("queue_next", "&Next queue item", ("]",), "queue_next",
+               "Open the next item of the queue, labelled or not (Enter saves and opens the next unlabelled one)",
+               "Labels"),
+    ActionSpec("queue_prev", "&Previous queue item", ("[",), "queue_prev", "Open the previous item of the queue",
+               "Labels"),
+    ActionSpec("toggle_queue", "&Queue panel", ("Ctrl+Shift+Q",), "set_queue_dock_visible",
+               "Show or hide the labelling queue: pick a queue, see what is labelled", "Labels", checkable=True),
+    ActionSpec("toggle_review", "&Review and adjudicate", ("Ctrl+Shift+A",), "set_review_dock_visible",
+               "Every annotator's labels of the open trajectory side by side; adopt a final label, override the "
+               "outcome, agreement", "Labels", checkable=True),
     # Score
     ActionSpec("score_current", "Score &current trajectory", ("Ctrl+R",), "score_current",
                "Run the reward model on the open trajectory", "Score"),

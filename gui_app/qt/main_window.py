@@ -5,8 +5,9 @@ No I/O, decoding or inference happens here: scanning, loading and scoring are th
 notifier (:mod:`gui_app.qt.notify`). The shortcuts come from the table in :mod:`gui_app.qt.actions`; the handlers
 named there are the small methods below.
 
-Layout: the video in the centre; the library dock on the left; the label panel on the right; the timeline and the
-step table side by side at the bottom. :meth:`MainWindow.add_panel` docks any further panel.
+Layout: the video in the centre; the library dock on the left with the labelling queue below it (shown once a
+queue is picked); the label panel on the right with review/adjudication below it (Ctrl+Shift+A); the timeline and
+the step table side by side at the bottom. :meth:`MainWindow.add_panel` docks any further panel.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from gui_app.qt.label_panel import LabelPanel
 from gui_app.qt.library_view import LibraryModel, LibraryView, store_label_status
 from gui_app.qt.notify import JobProgressView, NotificationView, Notifier
 from gui_app.qt.playback import Playback
+from gui_app.qt.queue_view import QueueController, QueueView
+from gui_app.qt.review_view import ReviewView
 from gui_app.qt.session import Session
 from gui_app.qt.step_table import StepTable
 from gui_app.qt.timeline_view import TimelineView
@@ -34,7 +37,7 @@ from gui_app.qt.workers import Job, Runner
 
 _AREAS = {"left": Qt.DockWidgetArea.LeftDockWidgetArea, "right": Qt.DockWidgetArea.RightDockWidgetArea,
           "bottom": Qt.DockWidgetArea.BottomDockWidgetArea, "top": Qt.DockWidgetArea.TopDockWidgetArea}
-WINDOW_STATE_VERSION = 1  # bump when the dock layout changes, so an old saved layout is ignored
+WINDOW_STATE_VERSION = 2  # bump when the dock layout changes, so an old saved layout is ignored
 
 
 class MainWindow(QMainWindow):
@@ -99,6 +102,14 @@ class MainWindow(QMainWindow):
         self.label_panel = LabelPanel(self.session, annotator=self.settings.annotator or None)
         self.add_panel("labels", self.label_panel, "right", title="Labels")
         self.addActions(self.label_panel.make_actions(self))  # Ctrl+Z / Ctrl+Shift+Z act on label changes
+        self.queue = QueueController(self.runner, self.notifier, self.label_panel.annotator, self)
+        self.queue_view = QueueView(self.queue)
+        self.add_panel("queue", self.queue_view, "left", title="Queue")
+        self.splitDockWidget(self.docks["library"], self.docks["queue"], Qt.Orientation.Vertical)
+        self.review = ReviewView(None, self.label_panel.taxonomy, adjudicator=self.label_panel.annotator,
+                                 runner=self.runner)
+        self.add_panel("review", self.review, "right", title="Review")
+        self.splitDockWidget(self.docks["labels"], self.docks["review"], Qt.Orientation.Vertical)
 
     def add_panel(self, name: str, widget: QWidget, area: str = "right", title: str | None = None) -> QDockWidget:
         """Dock ``widget`` as panel ``name`` in ``area`` (left, right, bottom, top); its state is saved."""
@@ -142,12 +153,22 @@ class MainWindow(QMainWindow):
         self.session.overlay_changed.connect(self.action_map["toggle_overlay"].setChecked)
         self.session.trajectory_changed.connect(lambda _t: self._update_title())
         self.session.message.connect(self.notifier.info)
-        self.label_panel.next_requested.connect(self.next_trajectory)
+        self.label_panel.next_requested.connect(self.save_and_next)
         self.label_panel.save_failed.connect(self.notifier.error)
         self.label_panel.saved.connect(self.library.model.refresh_labels)
+        self.label_panel.saved.connect(self.queue.on_saved)
+        self.label_panel.saved.connect(self.review.on_saved)
+        self.queue.library_query = lambda: (self.library.model.text, self.library.model.filters)
+        self.queue.open_requested.connect(self.open_key)
+        self.queue.started.connect(lambda _name: self.docks["queue"].show())
+        self.session.trajectory_changed.connect(self.queue.on_trajectory)
+        self.review.follow(self.session)
+        self.review.final_changed.connect(self.library.model.refresh_labels)
+        self.review.error.connect(self.notifier.error)
         self.label_panel.marks_changed.connect(self.step_table.set_step_marks)
         self.label_panel.marks_changed.connect(self.timeline.set_step_marks)
-        for name, action in (("labels", "toggle_labels"), ("library", "toggle_library")):
+        for name, action in (("labels", "toggle_labels"), ("library", "toggle_library"), ("queue", "toggle_queue"),
+                             ("review", "toggle_review")):
             dock, act = self.docks[name], self.action_map[action]
             dock.visibilityChanged.connect(lambda _v, d=dock, a=act: a.setChecked(d.isVisible()))
 
@@ -172,6 +193,8 @@ class MainWindow(QMainWindow):
         if not (isinstance(geometry, QByteArray) and not geometry.isEmpty() and self.restoreGeometry(geometry)):
             self.resize(1400, 860)
         self._default_dock_sizes()
+        self.docks["queue"].hide()  # until a queue is picked
+        self.docks["review"].hide()  # until asked for (Ctrl+Shift+A)
         if isinstance(state, QByteArray):
             self.restoreState(state, WINDOW_STATE_VERSION)
         self.docks["labels"].setVisible(self.settings.label_dock)
@@ -227,7 +250,9 @@ class MainWindow(QMainWindow):
         self.library.model.set_library(None, None)
         self.loader.catalog = None
         self.label_panel.set_store(None)
-        self.scanner.close(also_wait_for=[self.scorer.job])
+        self.queue.set_library(None, None)
+        self.review.set_store(None)
+        self.scanner.close(also_wait_for=[self.scorer.job, self.queue.job])
 
     def _on_opened(self, library: Library) -> None:
         """A library's catalog and store are open (in a worker): show them."""
@@ -235,6 +260,8 @@ class MainWindow(QMainWindow):
         self.library.model.set_library(library.catalog, status)
         self.loader.catalog = library.catalog
         self.label_panel.set_store(library.store)
+        self.queue.set_library(library.catalog, library.store)
+        self.review.set_store(library.store)
         self.library.reload_formats()
         self._update_title()
 
@@ -257,7 +284,12 @@ class MainWindow(QMainWindow):
 
     def _on_loaded(self, key: str) -> None:
         if self.settings.prefetch_next:
-            self.loader.prefetch(self.library.key_relative(+1))
+            self.loader.prefetch(self.queue.peek_next() if self.queue.active else self.library.key_relative(+1))
+
+    def open_key(self, key: str) -> None:
+        """Open a catalog key in the viewer: selected in the library when it lists it, else loaded directly."""
+        if not self.library.select_key(key):
+            self.loader.open(key)
 
     def _on_job_started(self, job: Job) -> None:
         if job.show_progress:
@@ -320,6 +352,8 @@ class MainWindow(QMainWindow):
         self.settings = replace(self.settings, annotator=name)
         self.settings_store.save(self.settings)
         self.label_panel.set_annotator(name)
+        self.queue.set_annotator(name)
+        self.review.adjudicator = name
         self.notifier.info(f"Labels are now written as {name}")
 
     def cancel_work(self) -> None:
@@ -360,6 +394,36 @@ class MainWindow(QMainWindow):
     def prev_trajectory(self) -> None:
         if self.library.select_relative(-1) is None:
             self.notifier.info("Start of the library")
+
+    def save_and_next(self) -> None:
+        """Enter in the label panel (it has saved): the next unlabelled queue item, else the next library row."""
+        if not self.queue.advance():
+            self.next_trajectory()
+
+    def queue_failures(self) -> None:
+        self.queue.build("failures")
+
+    def queue_disagreement(self) -> None:
+        self.queue.build("disagreement")
+
+    def queue_uncertain(self) -> None:
+        self.queue.build("uncertain")
+
+    def queue_off(self) -> None:
+        self.queue.select(None)
+        self.notifier.info("Left the queue: Enter and j/k follow the library")
+
+    def queue_next(self) -> None:
+        self.queue.step(+1)
+
+    def queue_prev(self) -> None:
+        self.queue.step(-1)
+
+    def set_queue_dock_visible(self, visible: bool) -> None:
+        self.docks["queue"].setVisible(visible)
+
+    def set_review_dock_visible(self, visible: bool) -> None:
+        self.docks["review"].setVisible(visible)
 
     def focus_search(self) -> None:
         self.docks["library"].show()

@@ -79,7 +79,7 @@ class ReviewView(QWidget):
     """Side-by-side review of one trajectory, adjudication, score override and an agreement tab.
 
     Args:
-        store: the annotation store.
+        store: the annotation store (None until a library is open; :meth:`set_store`).
         taxonomy: used to show label names (codes otherwise).
         adjudicator: who adjudicates (default: the login name).
         runner: a :class:`gui_app.qt.workers.Runner`; when given, agreement is computed in the background.
@@ -96,7 +96,7 @@ class ReviewView(QWidget):
     override_recorded = Signal(object)
     error = Signal(str)
 
-    def __init__(self, store: AnnotationStore, taxonomy: Taxonomy | None = None, adjudicator: str | None = None,
+    def __init__(self, store: AnnotationStore | None, taxonomy: Taxonomy | None = None, adjudicator: str | None = None,
                  runner: Any = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.store, self.taxonomy, self.runner = store, taxonomy, runner
@@ -173,6 +173,34 @@ class ReviewView(QWidget):
         self.agreement: dict[str, Any] | None = None
 
     # --- data -----------------------------------------------------------------------------------
+    def set_store(self, store: AnnotationStore | None) -> None:
+        """Review another library's labels (None: none open)."""
+        self.store = store
+        self.agreement = None
+        self.agreement_text.clear()
+        self.refresh()
+
+    def follow(self, session: Any) -> None:
+        """Show whatever trajectory ``session`` (the app's :class:`~gui_app.qt.session.Session`) opens; its
+        environment outcome is what an override replaces."""
+
+        def opened(traj: Any) -> None:
+            outcome = getattr(traj, "outcome", None)
+            self.set_trajectory(None if traj is None else traj.id, getattr(outcome, "success", None),
+                                getattr(outcome, "score", None))
+
+        session.trajectory_changed.connect(opened)
+        opened(session.trajectory)
+
+    def on_saved(self, trajectory_id: str) -> None:
+        """A label of ``trajectory_id`` was saved elsewhere (the label panel): re-read it if it is shown."""
+        if trajectory_id == self.trajectory_id and self.isVisible():
+            self.refresh()
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 -- Qt override
+        self.refresh()  # labels saved while hidden were not re-read
+        super().showEvent(event)
+
     def set_trajectory(self, trajectory_id: str | None, model_success: bool | None = None,
                        model_score: float | None = None) -> None:
         """Show ``trajectory_id``; the model's (or environment's) outcome is recorded as the 'previous' value of
@@ -184,7 +212,7 @@ class ReviewView(QWidget):
     def refresh(self) -> None:
         tid = self.trajectory_id
         self.review = None
-        if tid is not None:
+        if tid is not None and self.store is not None:
             try:
                 self.review = self.store.review(tid)
             except (RollscopeError, sqlite3.Error) as exc:
@@ -212,7 +240,7 @@ class ReviewView(QWidget):
                                f"{', '.join(rv.differing) if rv and rv.differing else 'nothing'}")
         self.source_combo.clear()
         self.source_combo.addItems(people)
-        has = tid is not None
+        has = tid is not None and self.store is not None
         for w in (self.adopt_button, self.final_verdict, self.override_button):
             w.setEnabled(has)
         self.adopt_button.setEnabled(bool(people))
@@ -247,7 +275,7 @@ class ReviewView(QWidget):
 
     def adopt(self, annotator: str) -> None:
         """Make ``annotator``'s record the final label."""
-        if self.trajectory_id is None:
+        if self.trajectory_id is None or self.store is None:
             return
         try:
             self.store.adjudicate(self.trajectory_id, self.adjudicator, annotator)
@@ -264,7 +292,7 @@ class ReviewView(QWidget):
 
     def set_final_verdict(self, verdict: str | None) -> None:
         """Write the final verdict directly (the adjudicator's own call)."""
-        if self.trajectory_id is None:
+        if self.trajectory_id is None or self.store is None:
             return
         try:
             self.store.set_field(self.trajectory_id, self.adjudicator, "verdict", verdict, role="adjudicator")
@@ -277,7 +305,7 @@ class ReviewView(QWidget):
 
     def override(self, success: bool, reason: str) -> None:
         """Record a human override of the automatic outcome, with who (the adjudicator) and why."""
-        if self.trajectory_id is None:
+        if self.trajectory_id is None or self.store is None:
             return
         try:
             o = self.store.override_score(self.trajectory_id, self.adjudicator, success, reason,
@@ -301,6 +329,9 @@ class ReviewView(QWidget):
         fires when the report is shown. Without one it is computed here and returned.
         """
         store = self.store
+        if store is None:
+            self._fail("no annotation store open")
+            return None
 
         def task(_reporter: Any) -> dict[str, Any]:  # plain data only: runs off the GUI thread
             return agreement.report([a for page in store.iter_annotations() for a in page])

@@ -1,0 +1,320 @@
+"""Labelling queues in the app: pick or build a queue, go through it from the keyboard.
+
+:class:`QueueController` is the model: the annotation store's queues (:class:`gui_app.core.queue.LabelQueue`, the
+same ones ``rollscope queue`` builds), the one being worked through, the annotator's items in it and which of them
+are labelled. It builds a queue of what the library shows in a worker (failures first, model/outcome disagreement,
+model uncertainty), and asks for an item to be opened with :attr:`QueueController.open_requested`; the main window
+opens it like a library selection. :meth:`QueueController.advance` is what Enter (the label panel's save & next)
+does while a queue is active: the next unlabelled item after the current one.
+
+:class:`QueueView` shows it: a queue picker, the build buttons, the items with a tick for each labelled one and a
+progress line. It changes state only through the controller.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout,
+                               QWidget)
+
+from gui_app.core.catalog import Catalog
+from gui_app.core.errors import RollscopeError
+from gui_app.core.queue import LabelQueue, QueueItem
+from gui_app.qt.notify import Notifier
+from gui_app.qt.workers import Job, Reporter, Runner
+
+# The orderings an annotator can build from the app: (title, orderings applied in turn; later ones break ties).
+ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "failures": ("failures first", ("failures", "disagreement", "uncertain")),
+    "disagreement": ("model disagrees with outcome", ("disagreement", "failures", "uncertain")),
+    "uncertain": ("model least sure", ("uncertain", "failures", "disagreement")),
+}
+_DONE_BRUSH = QBrush(QColor(30, 130, 60))
+
+
+def queue_name(order: str, annotator: str) -> str:
+    """The name of the queue the app builds for ``annotator`` with ordering ``order`` (one per pair: rebuilding
+    replaces it; what is labelled stays labelled, since progress is read from the store)."""
+    return f"{annotator}: {ORDERS[order][0]}"
+
+
+def build_queue_task(catalog: Catalog, store: Any, name: str, annotator: str, order: Sequence[str], text: str,
+                     filters: dict[str, Any], rep: Reporter) -> str:
+    """Order the library's rows (``text`` and ``filters`` as the library shows them, load errors left out) for
+    labelling and save them as queue ``name`` for ``annotator``; returns the name. Runs in a worker."""
+    rep.progress(0, None, "reading the library")
+    rows = catalog.query(text, {**filters, "has_error": False})
+    rep.check()
+    rep.progress(0, None, f"ordering {len(rows):,} trajectories")
+    LabelQueue.build(store, name, rows, [annotator], 1, order)
+    return name
+
+
+class QueueController(QObject):
+    """The queue being worked through, for one annotator, over the open library's store and catalog.
+
+    Signals:
+        changed(): the queues, the active queue, its items or the current item changed (views re-read).
+        open_requested(str): open this catalog key in the viewer.
+        started(str): a queue became active (its name).
+    """
+
+    changed = Signal()
+    open_requested = Signal(str)
+    started = Signal(str)
+
+    def __init__(self, runner: Runner, notifier: Notifier, annotator: str = "annotator",
+                 parent: QObject | None = None):
+        super().__init__(parent)
+        self.runner, self.notifier, self.annotator = runner, notifier, annotator
+        self.catalog: Catalog | None = None
+        self.store: Any = None
+        self.queue: LabelQueue | None = None
+        self.items: list[QueueItem] = []
+        self.current_id: str | None = None  # the trajectory open in the viewer
+        self.job: Job | None = None
+        # () -> (search text, filters) of the library as shown; a queue holds what the annotator sees listed.
+        self.library_query: Callable[[], tuple[str, dict[str, Any]]] | None = None
+        self._names: list[str] = []
+
+    # -- state -------------------------------------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        return self.queue is not None
+
+    @property
+    def name(self) -> str | None:
+        return None if self.queue is None else self.queue.name
+
+    def names(self) -> list[str]:
+        """The store's queues (built here or with ``rollscope queue build``)."""
+        return list(self._names)
+
+    def set_library(self, catalog: Catalog | None, store: Any) -> None:
+        """Work over another library (None, None: none open). Leaves any active queue."""
+        if self.job is not None:
+            self.job.cancel()
+        self.catalog, self.store = catalog, store
+        self.queue, self.items = None, []
+        self._names = self._read_names()
+        self.changed.emit()
+
+    def set_annotator(self, annotator: str) -> None:
+        self.annotator = annotator
+        self.refresh()
+
+    def _read_names(self) -> list[str]:
+        if self.store is None:
+            return []
+        try:
+            return [q["name"] for q in self.store.queues()]
+        except (RollscopeError, sqlite3.Error) as exc:
+            self.notifier.error(f"cannot read the labelling queues: {exc}")
+            return []
+
+    def refresh(self) -> None:
+        """Re-read the annotator's items and which are labelled (after a label was saved)."""
+        if self.queue is not None:
+            try:
+                self.items = self.queue.items(self.annotator)
+            except (RollscopeError, sqlite3.Error) as exc:
+                self.notifier.error(f"cannot read queue {self.queue.name!r}: {exc}")
+                self.items = []
+        self.changed.emit()
+
+    def on_saved(self, trajectory_id: str) -> None:
+        """A label was saved: the item's tick may change."""
+        if self.queue is not None and any(it.trajectory_id == trajectory_id for it in self.items):
+            self.refresh()
+
+    def on_trajectory(self, traj: Any) -> None:
+        """The viewer opened ``traj`` (from the queue, the library or j/k): it is the current item if queued."""
+        self.current_id = None if traj is None else traj.id
+        self.changed.emit()
+
+    def current_position(self) -> int:
+        """Index of the current trajectory in :attr:`items`, or -1."""
+        return next((i for i, it in enumerate(self.items) if it.trajectory_id == self.current_id), -1)
+
+    def progress(self) -> tuple[int, int]:
+        """(labelled, assigned) for the annotator in the active queue."""
+        return sum(it.done for it in self.items), len(self.items)
+
+    # -- actions -----------------------------------------------------------------------------------------
+
+    def build(self, order: str, text: str | None = None, filters: dict[str, Any] | None = None) -> Job | None:
+        """Build (or rebuild) the annotator's queue with ``order`` (a key of :data:`ORDERS`) in a worker; it becomes
+        active and its first unlabelled item opens. It holds what the library shows: ``text`` and ``filters``, by
+        default :attr:`library_query`'s."""
+        if self.catalog is None or self.store is None:
+            self.notifier.info("Open a folder first (Ctrl+O)" if self.catalog is None else
+                               "Labels cannot be saved for this library, so it has no queues")
+            return None
+        if self.job is not None:
+            self.notifier.info("A queue is being built")
+            return None
+        name = queue_name(order, self.annotator)
+        shown_text, shown_filters = self.library_query() if self.library_query is not None else ("", {})
+        text = shown_text if text is None else text
+        flt = dict(shown_filters if filters is None else filters)
+        catalog, store, annotator, chain = self.catalog, self.store, self.annotator, ORDERS[order][1]
+        job = self.runner.submit(f"Building queue {name!r}",
+                                 lambda rep: build_queue_task(catalog, store, name, annotator, chain, text, flt, rep),
+                                 on_result=lambda n, s=store: self._built(n, s), start=False)
+        job.finished.connect(lambda: setattr(self, "job", None))
+        self.job = job
+        self.runner.start(job)
+        return job
+
+    def _built(self, name: str, store: Any) -> None:
+        if store is not self.store:
+            return  # another library was opened meanwhile
+        self._names = self._read_names()
+        self.select(name)
+
+    def select(self, name: str | None, open_next: bool = True) -> None:
+        """Make queue ``name`` active (None: leave the queue; Enter and j/k follow the library again) and open
+        the annotator's first unlabelled item."""
+        if name is None or self.store is None:
+            self.queue, self.items = None, []
+            self.changed.emit()
+            return
+        self.queue = LabelQueue(self.store, name)
+        self.refresh()
+        if not self.items:
+            self.notifier.info(f"Queue {name!r} has nothing for {self.annotator}")
+        else:
+            done, total = self.progress()
+            self.notifier.info(f"Queue {name!r}: {done}/{total} labelled by {self.annotator}")
+        self.started.emit(name)
+        if open_next and self.items:
+            self.advance(from_start=True)
+
+    def advance(self, from_start: bool = False) -> bool:
+        """Open the next unlabelled item after the current one (wrapping round); False when no queue is active
+        (the caller then moves through the library instead)."""
+        if self.queue is None:
+            return False
+        self.refresh()
+        after = None if from_start else self.current_id
+        nxt = next((it for it in self._rotated(after) if not it.done), None)
+        if nxt is None:
+            done, total = self.progress()
+            self.notifier.info(f"Queue {self.queue.name!r} is done: {done}/{total} labelled")
+            return True
+        self._open(nxt)
+        return True
+
+    def peek_next(self) -> str | None:
+        """The key :meth:`advance` would open (to prefetch it), or None."""
+        nxt = next((it for it in self._rotated(self.current_id) if not it.done), None)
+        return None if nxt is None else nxt.key
+
+    def _rotated(self, after: str | None) -> list[QueueItem]:
+        i = next((n for n, it in enumerate(self.items) if it.trajectory_id == after), -1) if after else -1
+        return self.items[i + 1:] + self.items[:i + 1]
+
+    def step(self, delta: int) -> None:
+        """Open the item ``delta`` places from the current one, labelled or not (clamped at the ends)."""
+        if self.queue is None:
+            self.notifier.info("No queue is active (Ctrl+1, Ctrl+2 or Ctrl+3 builds one)")
+            return
+        if not self.items:
+            return
+        i = self.current_position()
+        target = (0 if delta > 0 else len(self.items) - 1) if i < 0 else min(max(i + delta, 0), len(self.items) - 1)
+        if target == i:
+            self.notifier.info("End of the queue" if delta > 0 else "Start of the queue")
+            return
+        self._open(self.items[target])
+
+    def open_position(self, i: int) -> None:
+        if 0 <= i < len(self.items):
+            self._open(self.items[i])
+
+    def _open(self, item: QueueItem) -> None:
+        if not item.key:
+            self.notifier.error(f"queue item {item.trajectory_id!r} has no catalog key; rebuild the queue")
+            return
+        self.open_requested.emit(item.key)
+
+
+class QueueView(QWidget):
+    """The queue panel: pick a queue, build one, see the items and the annotator's progress."""
+
+    NO_QUEUE = "Library order (no queue)"
+
+    def __init__(self, controller: QueueController, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.controller = controller
+        self.picker = QComboBox(self)
+        self.picker.setToolTip("The queue Enter (save & next) and [ / ] move through")
+        buttons = QHBoxLayout()
+        self.build_buttons: dict[str, QPushButton] = {}
+        for n, (order, (title, _chain)) in enumerate(ORDERS.items(), 1):
+            b = QPushButton(title.capitalize(), self)
+            b.setToolTip(f"Build a queue of what the library shows, {title} (Ctrl+{n})")
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            b.clicked.connect(lambda _c=False, o=order: controller.build(o))
+            buttons.addWidget(b)
+            self.build_buttons[order] = b
+        self.progress_label = QLabel(self)
+        self.list = QListWidget(self)
+        self.list.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # keys stay with the viewer and the label panel
+        self.list.itemActivated.connect(lambda item: controller.open_position(self.list.row(item)))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.picker)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress_label)
+        layout.addWidget(self.list, 1)
+        self.picker.activated.connect(self._picked)
+        controller.changed.connect(self._show)
+        self._show()
+
+    def _picked(self, index: int) -> None:
+        name = self.picker.itemData(index)
+        if name != self.controller.name:
+            self.controller.select(name)
+
+    def _show(self) -> None:
+        c = self.controller
+        self.picker.blockSignals(True)
+        self.picker.clear()
+        self.picker.addItem(self.NO_QUEUE, None)
+        for name in c.names():
+            self.picker.addItem(name, name)
+        self.picker.setCurrentIndex(max(self.picker.findData(c.name), 0) if c.name else 0)
+        self.picker.blockSignals(False)
+        enabled = c.store is not None
+        for b in self.build_buttons.values():
+            b.setEnabled(enabled)
+        if c.queue is None:
+            self.progress_label.setText("No queue: Enter and j/k follow the library")
+        else:
+            done, total = c.progress()
+            self.progress_label.setText(f"{done}/{total} labelled by {c.annotator}")
+        current = c.current_position()
+        self.list.clear()
+        bold = QFont(self.list.font())
+        bold.setBold(True)
+        for i, it in enumerate(c.items):
+            item = QListWidgetItem(f"{'✓' if it.done else '·'} {i + 1}. {it.trajectory_id}")
+            item.setToolTip(it.key or it.trajectory_id)
+            if it.done:
+                item.setForeground(_DONE_BRUSH)
+            if i == current:
+                item.setFont(bold)
+            self.list.addItem(item)
+        if current >= 0:
+            self.list.setCurrentRow(current)
+
+    def rows(self) -> list[str]:
+        """The items' text, in order (for tests and screenshots)."""
+        return [self.list.item(i).text() for i in range(self.list.count())]
