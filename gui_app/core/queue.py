@@ -109,13 +109,14 @@ class LabelQueue:
                          {"order": list(order), "annotators": list(annotators), "n_items": len(keys)})
         return cls(store, name)
 
-    def _done(self) -> set[tuple[str, str]]:
-        return {(a.trajectory_id, a.annotator) for a in self.store.annotations(role="annotator")
+    def _done(self, annotator: str | None = None) -> set[tuple[str, str]]:
+        # One annotator's records only when asked for one: the app re-reads this on every save & next.
+        return {(a.trajectory_id, a.annotator) for a in self.store.annotations(annotator=annotator, role="annotator")
                 if a.verdict is not None}
 
     def items(self, annotator: str | None = None) -> list[QueueItem]:
         """Assignments in queue order (one annotator's when given), with whether each is labelled."""
-        done = self._done()
+        done = self._done(annotator)
         return [QueueItem(p, t, k, a, (t, a) in done) for p, t, k, a in self.store.queue_assignments(self.name,
                                                                                                      annotator)]
 

@@ -411,7 +411,7 @@ class MainWindow(QMainWindow):
 
     def queue_off(self) -> None:
         self.queue.select(None)
-        self.notifier.info("Left the queue: Enter and j/k follow the library")
+        self.notifier.info("Left the queue: Enter (save & next) follows the library order")
 
     def queue_next(self) -> None:
         self.queue.step(+1)

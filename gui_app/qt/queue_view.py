@@ -129,9 +129,18 @@ class QueueController(QObject):
         self.changed.emit()
 
     def on_saved(self, trajectory_id: str) -> None:
-        """A label was saved: the item's tick may change."""
-        if self.queue is not None and any(it.trajectory_id == trajectory_id for it in self.items):
-            self.refresh()
+        """A label was saved: the item's tick may change (one record read, not the whole queue)."""
+        mine = [it for it in self.items if it.trajectory_id == trajectory_id]
+        if self.queue is None or not mine or self.store is None:
+            return
+        try:
+            rec = self.store.get(trajectory_id, self.annotator)
+        except (RollscopeError, sqlite3.Error) as exc:
+            self.notifier.error(f"cannot read the label of {trajectory_id}: {exc}")
+            return
+        for it in mine:
+            it.done = rec is not None and rec.verdict is not None
+        self.changed.emit()
 
     def on_trajectory(self, traj: Any) -> None:
         """The viewer opened ``traj`` (from the queue, the library or j/k): it is the current item if queued."""
@@ -179,8 +188,8 @@ class QueueController(QObject):
         self.select(name)
 
     def select(self, name: str | None, open_next: bool = True) -> None:
-        """Make queue ``name`` active (None: leave the queue; Enter and j/k follow the library again) and open
-        the annotator's first unlabelled item."""
+        """Make queue ``name`` active (None: leave the queue; Enter follows the library order again) and open the
+        annotator's first unlabelled item."""
         if name is None or self.store is None:
             self.queue, self.items = None, []
             self.changed.emit()
@@ -275,6 +284,8 @@ class QueueView(QWidget):
         layout.addWidget(self.progress_label)
         layout.addWidget(self.list, 1)
         self.picker.activated.connect(self._picked)
+        self._shown: list[tuple[str, bool]] = []
+        self._current = -1
         controller.changed.connect(self._show)
         self._show()
 
@@ -296,24 +307,32 @@ class QueueView(QWidget):
         for b in self.build_buttons.values():
             b.setEnabled(enabled)
         if c.queue is None:
-            self.progress_label.setText("No queue: Enter and j/k follow the library")
+            self.progress_label.setText("No queue: Enter (save & next) follows the library order")
         else:
             done, total = c.progress()
             self.progress_label.setText(f"{done}/{total} labelled by {c.annotator}")
+        shown = [(it.trajectory_id, it.done) for it in c.items]
+        if shown != self._shown:  # rebuilt only when items or ticks change, not on every trajectory opened
+            self._shown = shown
+            self._current = -1
+            self.list.clear()
+            for i, it in enumerate(c.items):
+                item = QListWidgetItem(f"{'✓' if it.done else '·'} {i + 1}. {it.trajectory_id}")
+                item.setToolTip(it.key or it.trajectory_id)
+                if it.done:
+                    item.setForeground(_DONE_BRUSH)
+                self.list.addItem(item)
         current = c.current_position()
-        self.list.clear()
-        bold = QFont(self.list.font())
-        bold.setBold(True)
-        for i, it in enumerate(c.items):
-            item = QListWidgetItem(f"{'✓' if it.done else '·'} {i + 1}. {it.trajectory_id}")
-            item.setToolTip(it.key or it.trajectory_id)
-            if it.done:
-                item.setForeground(_DONE_BRUSH)
-            if i == current:
-                item.setFont(bold)
-            self.list.addItem(item)
-        if current >= 0:
-            self.list.setCurrentRow(current)
+        if current != self._current:
+            for row, bold in ((self._current, False), (current, True)):
+                item = self.list.item(row) if row >= 0 else None
+                if item is not None:
+                    font = QFont(self.list.font())
+                    font.setBold(bold)
+                    item.setFont(font)
+            self._current = current
+            if current >= 0:
+                self.list.setCurrentRow(current)
 
     def rows(self) -> list[str]:
         """The items' text, in order (for tests and screenshots)."""
