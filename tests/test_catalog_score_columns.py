@@ -1,0 +1,81 @@
+"""The latest score copied into each trajectory row (migration 4) always equals what latest_scores holds."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+from gui_app.core.catalog import SCHEMA_VERSION, Catalog
+from tests.gui.library_fixtures import make_library, write_native
+
+
+def mirrored(db: Path) -> None:
+    """Every trajectory row's score columns equal its latest_scores row (or are NULL without one)."""
+    conn = sqlite3.connect(db)
+    diff = conn.execute(
+        "SELECT t.key FROM trajectories t LEFT JOIN latest_scores s ON s.key = t.key "
+        "WHERE t.p_success IS NOT s.p_success OR t.first_error_step IS NOT s.first_error_step "
+        "OR t.score_id IS NOT s.score_id").fetchall()
+    conn.close()
+    assert diff == []
+
+
+def test_scores_follow_scores_rescans_and_removals(tmp_path: Path):
+    root = make_library(tmp_path / "lib", 6)
+    cat = Catalog.for_root(root)
+    cat.set_score(str(root / "t00004"), 0.4, 2, [], "early")  # scored before the first scan
+    cat.scan(root)
+    mirrored(cat.db_path)
+    key = str(root / "t00001")
+    assert cat.get(str(root / "t00004")).p_success == 0.4
+    cat.set_score(key, 0.2, 1, [], "m")
+    cat.set_score(key, 0.9, None, [], "m")
+    cat.set_score(str(root / "t00002"), None, None, [], "m")  # scored, but the model gave no probability
+    mirrored(cat.db_path)
+    assert (cat.get(key).p_success, cat.get(key).first_error_step) == (0.9, None)
+    assert {r.id for r in cat.query(filters={"scored": True})} == {"traj-00001", "traj-00002", "traj-00004"}
+    assert {r.id for r in cat.query(filters={"min_p_success": 0.3})} == {"traj-00001", "traj-00004"}
+    assert cat.count(filters={"scored": False}) == 3
+    # Deleting the latest score falls back to the one before (scores_delete), and the row follows.
+    conn = sqlite3.connect(cat.db_path)
+    conn.execute("DELETE FROM scores WHERE id = (SELECT MAX(id) FROM scores WHERE key = ?)", (key,))
+    conn.commit()
+    conn.close()
+    mirrored(cat.db_path)
+    assert (cat.get(key).p_success, cat.get(key).first_error_step) == (0.2, 1)
+    # A modified unit is re-read by the rescan (its row replaced): it keeps its score.
+    write_native(root / "t00001", id="traj-00001", instruction="Changed", n_steps=2)
+    cat.scan(root)
+    assert (cat.get(key).instruction, cat.get(key).p_success) == ("Changed", 0.2)
+    # A removed unit takes its scores along; scoring it again after it comes back starts afresh.
+    shutil.rmtree(root / "t00004")
+    cat.scan(root)
+    assert cat.get(str(root / "t00004")) is None
+    mirrored(cat.db_path)
+    write_native(root / "t00004", id="traj-00004", instruction="Back", n_steps=1)
+    cat.scan(root)
+    assert cat.get(str(root / "t00004")).p_success is None and cat.count(filters={"scored": True}) == 2
+    cat.close()
+
+
+def test_version_3_catalog_copies_its_scores_into_the_rows(tmp_path: Path):
+    from gui_app.core.catalog import MIGRATIONS, _statements
+
+    db = tmp_path / "v3.sqlite"
+    conn = sqlite3.connect(db, isolation_level=None)
+    for script in MIGRATIONS[:3]:
+        for statement in _statements(script):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute("INSERT INTO trajectories (key, id, path, instruction, success, scanned_at) "
+                 "VALUES ('/x', 'x', '/x', 'kept', 1, 0), ('/y', 'y', '/y', 'unscored', 0, 0)")
+    conn.execute("INSERT INTO scores (key, p_success, first_error_step, scored_at) VALUES ('/x', 0.75, 3, 0)")
+    conn.close()
+    with Catalog(db) as cat:
+        assert cat.schema_version == SCHEMA_VERSION >= 4
+        x, y = cat.query(order_by="key")
+        assert (x.instruction, x.success, x.p_success, x.first_error_step) == ("kept", True, 0.75, 3)
+        assert (y.success, y.p_success) == (False, None) and cat.count(filters={"scored": True}) == 1
+        assert x.success is True and y.success is False and cat.get("/y").success is False  # bools, not 1/0
+        mirrored(db)
