@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not (SAMPLES / RUN / "trajectory.json").is_file(
 
 
 def test_overlay_masks_come_from_the_catalog_without_the_model(qtbot, tmp_path):
-    samples = Path(shutil.copytree(SAMPLES, tmp_path / "samples"))
+    samples = Path(shutil.copytree(SAMPLES, tmp_path / "samples", ignore=shutil.ignore_patterns(".rollscope")))
     key = str((samples / RUN).resolve())
     rng = np.random.default_rng(3)
     masks = [rng.random((26, 20)) < 0.25 for _ in range(3)]
