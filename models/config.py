@@ -32,6 +32,15 @@ class ModelConfig:
         tau_t: temporal threshold: a patch whose cosine similarity with the last kept patch at the same position
             exceeds this is dropped.
         protect_change: a patch whose temporal change (1 - cosine) exceeds this is never dropped spatially.
+        hide_instruction_box: paint the on-screen instruction box of MiniWoB recordings flat before pruning, so
+            the model must ground the given instruction in what the run did, not compare it with the yellow
+            box that MiniWoB prints above the task (adversarial negatives pair a video with a rewritten
+            instruction: the box would give them away, and a real run's box always agrees).
+        stem: patch embedding: ``"linear"`` (one projection) or ``"conv"`` (a tiny CNN per patch, then a
+            projection: small text is read better with local filters).
+        char_ngrams: character n-gram hash buckets added to each instruction word's embedding (0 = off): words
+            never seen in training still get an embedding from their spelling.
+        ngrams_per_word: n-gram ids kept per word.
         vocab_size: instruction vocabulary size (set from the tokenizer).
         max_text_len: instruction tokens kept (longer instructions are truncated).
         d_model: transformer width.
@@ -50,6 +59,10 @@ class ModelConfig:
     max_component: int = 8
     tau_t: float = 0.9999
     protect_change: float = 0.02
+    hide_instruction_box: bool = False
+    stem: str = "linear"
+    char_ngrams: int = 0
+    ngrams_per_word: int = 12
     vocab_size: int = 1024
     max_text_len: int = 48
     d_model: int = 192

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +25,7 @@ import polars as pl
 from gui_app.core import native
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError
 from models.config import FEATURE_VERSION, ModelConfig
-from models.features import load_keyframes, prune_params
+from models.features import model_keyframes, prune_params
 from models.pruning import frames_to_patches, prune_patches
 
 REQUIRED_COLUMNS = ("path", "id", "instruction", "success", "first_error_step", "split")
@@ -58,6 +58,8 @@ def feature_key(cfg: ModelConfig) -> str:
     """Hash of everything that changes the cached features."""
     d = {"v": FEATURE_VERSION, "ws": cfg.working_size, "p": cfg.patch, "mf": cfg.max_frames, "ts": cfg.tau_s,
          "mc": cfg.max_component, "tt": cfg.tau_t, "pc": cfg.protect_change, "g": cfg.group2x2}
+    if cfg.hide_instruction_box:  # only when on, so caches of earlier configs keep their keys
+        d["hide"] = True
     return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -90,7 +92,7 @@ def build_cache(df: pl.DataFrame, cfg: ModelConfig, cache_dir: str | Path,
                     out.write_bytes(src.read_bytes())
                 else:
                     traj = native.load(row["path"])
-                    frames, steps = load_keyframes(traj, cfg.max_frames)
+                    frames, steps = model_keyframes(traj, cfg)
                     patches = frames_to_patches(frames, cfg.working_size, cfg.patch)
                     res = prune_patches(patches, params)
                     tmp = out.with_suffix(".tmp.npz")
@@ -119,6 +121,7 @@ class Record:
         success: label.
         error_frame: keyframe index of the first error (None when unknown or a success).
         meta: manifest fields (id, task, split, negative_kind, ...).
+        steps: the step index of each keyframe.
     """
 
     patches: np.ndarray
@@ -130,6 +133,7 @@ class Record:
     success: bool
     error_frame: int | None
     meta: dict
+    steps: list[int] = field(default_factory=list)
 
 
 def error_keyframe(first_error_step: int | None, steps: list[int]) -> int | None:
@@ -161,5 +165,6 @@ def load_records(df: pl.DataFrame, cfg: ModelConfig, cache_dir: str | Path, prun
                           tokens_total=int(masks.size), instruction=row["instruction"] or "", success=success,
                           error_frame=None if success else error_keyframe(fe, steps),
                           meta={k: row.get(k) for k in ("id", "task", "split", "negative_kind", "mistake_type",
-                                                        "path", "first_error_step", "n_steps")}))
+                                                        "path", "first_error_step", "n_steps")},
+                          steps=steps))
     return out

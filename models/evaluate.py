@@ -27,7 +27,7 @@ import polars as pl
 from gui_app.core import native
 from gui_app.core.errors import RollscopeError
 from models.data import read_manifest
-from models.features import example_from_result, featurize_frames, load_keyframes
+from models.features import example_from_result, featurize_frames, model_keyframes, text_inputs
 from models.runtime import RewardModel
 
 NEIGHBOUR_TIOU = 0.33
@@ -113,7 +113,7 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, twin_dir: str 
         try:
             traj = native.load(row["path"])
             t0 = time.perf_counter()
-            frames, steps = load_keyframes(traj, model.cfg.max_frames)
+            frames, steps = model_keyframes(traj, model.cfg)
             t_decode = time.perf_counter() - t0
         except (RollscopeError, OSError, ValueError) as exc:
             errors.append({"id": row["id"], "path": row["path"], "error": str(exc)})
@@ -122,12 +122,12 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, twin_dir: str 
         success = bool(row["success"])
         true_step = None if success or fe is None or fe >= traj.n_steps else int(fe)
         for name, (m, prune) in variants.items():
-            ids = m.tokenizer.encode(row["instruction"] or "")
+            ids, ngrams = text_inputs(m.tokenizer, row["instruction"] or "")
             if not warm:  # first call of a session pays for allocations; keep it out of the timings
-                m.score_example(example_from_result(featurize_frames(frames, m.cfg, prune), ids, steps),
+                m.score_example(example_from_result(featurize_frames(frames, m.cfg, prune), ids, steps, ngrams),
                                 traj.n_steps)
             t1 = time.perf_counter()
-            ex = example_from_result(featurize_frames(frames, m.cfg, prune), ids, steps)
+            ex = example_from_result(featurize_frames(frames, m.cfg, prune), ids, steps, ngrams)
             t_prune = time.perf_counter() - t1
             res = m.score_example(ex, traj.n_steps)
             pred_step = int(steps[int(np.argmax([res.step_scores[s] for s in steps]))])

@@ -19,7 +19,7 @@ import onnxruntime as ort
 import torch
 
 from models.config import ModelConfig
-from models.network import INPUT_NAMES, OUTPUT_NAMES, RewardNet, from_checkpoint
+from models.network import OUTPUT_NAMES, RewardNet, from_checkpoint, input_names
 
 OPSET = 17
 DYNAMIC_AXES = {
@@ -29,6 +29,7 @@ DYNAMIC_AXES = {
     "text_ids": {0: "batch", 1: "text"},
     "text_mask": {0: "batch", 1: "text"},
     "frame_mask": {0: "batch", 1: "frames"},
+    "text_ngrams": {0: "batch", 1: "text", 2: "ngrams"},
     "success_logit": {0: "batch"},
     "frame_logits": {0: "batch", 1: "frames"},
 }
@@ -53,6 +54,8 @@ def sample_batch(cfg: ModelConfig, batch: int = 2, frames: int = 3, tokens_per_f
         "text_mask": np.ones((batch, text), dtype=bool),
         "frame_mask": np.ones((batch, frames), dtype=bool),
     }
+    if cfg.char_ngrams:
+        out["text_ngrams"] = rng.integers(0, cfg.char_ngrams + 1, (batch, text, 4)).astype(np.int64)
     if batch > 1:  # last example: one frame and some tokens and words fewer
         out["token_mask"][-1, n - tokens_per_frame:] = False
         out["text_mask"][-1, text // 2:] = False
@@ -62,7 +65,7 @@ def sample_batch(cfg: ModelConfig, batch: int = 2, frames: int = 3, tokens_per_f
 
 def torch_outputs(net: RewardNet, batch: dict[str, np.ndarray]) -> list[np.ndarray]:
     with torch.no_grad():
-        outs = net(*[torch.from_numpy(batch[k]) for k in INPUT_NAMES])
+        outs = net(*[torch.from_numpy(batch[k]) for k in input_names(net.cfg)])
     return [o.numpy() for o in outs]
 
 
@@ -72,7 +75,7 @@ def compare(onnx_bytes: bytes, net: RewardNet, batch: dict[str, np.ndarray], ato
     Padding frames carry -1e9 in both; they are compared on the valid frames only.
     """
     sess = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
-    got = sess.run(list(OUTPUT_NAMES), {k: batch[k] for k in INPUT_NAMES})
+    got = sess.run(list(OUTPUT_NAMES), {k: batch[k] for k in input_names(net.cfg)})
     want = torch_outputs(net, batch)
     fm = batch["frame_mask"]
     diffs = [float(np.abs(got[0] - want[0]).max()), float(np.abs(got[1][fm] - want[1][fm]).max())]
@@ -95,15 +98,17 @@ def export(net: RewardNet, out_path: str | Path, atol: float = 1e-4) -> dict:
     net = net.eval()
     cfg = net.cfg
     trace_batch = sample_batch(cfg, batch=2, frames=3, tokens_per_frame=4, text=5, seed=1)
-    args = tuple(torch.from_numpy(trace_batch[k]) for k in INPUT_NAMES)
+    names = input_names(cfg)
+    args = tuple(torch.from_numpy(trace_batch[k]) for k in names)
     torch_outputs(net, trace_batch)  # run once before tracing, as timm does: fails early on a broken model
     buf = io.BytesIO()
     with warnings.catch_warnings():
         # onnxscript (the dynamo exporter's dependency) is not installed; the TorchScript exporter is the one
         # available, and torch flags it as legacy. Its output is checked below, so the warning adds nothing.
         warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(net, args, buf, dynamo=False, input_names=list(INPUT_NAMES),
-                          output_names=list(OUTPUT_NAMES), dynamic_axes=DYNAMIC_AXES, opset_version=OPSET,
+        torch.onnx.export(net, args, buf, dynamo=False, input_names=list(names),
+                          output_names=list(OUTPUT_NAMES),
+                          dynamic_axes={k: v for k, v in DYNAMIC_AXES.items() if k in names or k in OUTPUT_NAMES}, opset_version=OPSET,
                           do_constant_folding=True)
     data = buf.getvalue()
     model = onnx.load_from_string(data)

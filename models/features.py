@@ -110,6 +110,49 @@ def load_keyframes(traj: Trajectory, max_frames: int) -> tuple[list[np.ndarray],
     return frames, steps
 
 
+# MiniWoB's task area is 160x210 CSS pixels with the instruction printed in its top 50 (the yellow query box).
+_MINIWOB_BOX = 50 / 210
+
+
+def hidden_box(traj: Trajectory, height: int, width: int) -> tuple[int, int, int, int] | None:
+    """The on-screen instruction box ``(x0, y0, x1, y1)`` in frame pixels, or None when the run shows none.
+
+    ``metadata.model_hide`` (``[x0, y0, x1, y1]``) names it explicitly; a MiniWoB recording (``app ==
+    "miniwob"``, task area at any scale) has it in its top 50/210.
+    """
+    box = (traj.metadata or {}).get("model_hide")
+    if isinstance(box, (list, tuple)) and len(box) == 4:
+        x0, y0, x1, y1 = (int(round(float(v))) for v in box)
+        return max(0, x0), max(0, y0), min(width, x1), min(height, y1)
+    if (traj.app or "").lower() == "miniwob":
+        return 0, 0, width, int(round(height * _MINIWOB_BOX))
+    return None
+
+
+def hide_regions(frames: list[np.ndarray], traj: Trajectory) -> list[np.ndarray]:
+    """Frames with the instruction box painted flat grey (pruned away as a homogeneous region)."""
+    if not frames:
+        return frames
+    box = hidden_box(traj, frames[0].shape[0], frames[0].shape[1])
+    if box is None:
+        return frames
+    x0, y0, x1, y1 = box
+    out = []
+    for f in frames:
+        f = f.copy()
+        f[y0:y1, x0:x1] = 128
+        out.append(f)
+    return out
+
+
+def model_keyframes(traj: Trajectory, cfg: ModelConfig) -> tuple[list[np.ndarray], list[int]]:
+    """The keyframes the model sees: step-end frames, with the instruction box hidden when the config says so."""
+    frames, steps = load_keyframes(traj, cfg.max_frames)
+    if cfg.hide_instruction_box:
+        frames = hide_regions(frames, traj)
+    return frames, steps
+
+
 @dataclass
 class Example:
     """One trajectory's network input before batching.
@@ -124,6 +167,7 @@ class Example:
         masks: ``(T, R, C)`` bool kept masks (None when not needed).
         keyframe_steps: the step index of each keyframe.
         timings: seconds spent in ``decode`` and ``prune``.
+        text_ngrams: per instruction id, its character n-gram ids (None when the tokenizer has no n-grams).
     """
 
     patches: np.ndarray
@@ -135,6 +179,7 @@ class Example:
     masks: np.ndarray | None = None
     keyframe_steps: list[int] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    text_ngrams: list[list[int]] | None = None
 
     @property
     def tokens_kept(self) -> int:
@@ -146,10 +191,16 @@ def prune_params(cfg: ModelConfig) -> PruneParams:
                        protect_change=cfg.protect_change, group2x2=cfg.group2x2)
 
 
-def example_from_result(res: PruneResult, text_ids: list[int], steps: list[int]) -> Example:
+def text_inputs(tokenizer: Tokenizer, text: str) -> tuple[list[int], list[list[int]] | None]:
+    """An instruction's ids and, when the tokenizer has them, each id's character n-gram ids."""
+    return tokenizer.encode(text), (tokenizer.encode_ngrams(text) if tokenizer.ngram_buckets else None)
+
+
+def example_from_result(res: PruneResult, text_ids: list[int], steps: list[int],
+                        text_ngrams: list[list[int]] | None = None) -> Example:
     return Example(patches=res.patches[res.masks], positions=res.positions(), n_frames=int(res.masks.shape[0]),
                    text_ids=text_ids, grid=res.grid, tokens_total=res.tokens_total, masks=res.masks,
-                   keyframe_steps=steps)
+                   keyframe_steps=steps, text_ngrams=text_ngrams)
 
 
 def featurize_frames(frames: list[np.ndarray], cfg: ModelConfig, prune: bool = True) -> PruneResult:
@@ -161,11 +212,12 @@ def featurize_frames(frames: list[np.ndarray], cfg: ModelConfig, prune: bool = T
 def featurize(traj: Trajectory, cfg: ModelConfig, tokenizer: Tokenizer, prune: bool = True) -> Example:
     """Trajectory -> :class:`Example` (decode the keyframes, prune, tokenize), with timings."""
     t0 = time.perf_counter()
-    frames, steps = load_keyframes(traj, cfg.max_frames)
+    frames, steps = model_keyframes(traj, cfg)
     t1 = time.perf_counter()
     res = featurize_frames(frames, cfg, prune)
     t2 = time.perf_counter()
-    ex = example_from_result(res, tokenizer.encode(traj.instruction or ""), steps)
+    ids, ngrams = text_inputs(tokenizer, traj.instruction or "")
+    ex = example_from_result(res, ids, steps, ngrams)
     ex.timings = {"decode": t1 - t0, "prune": t2 - t1}
     return ex
 
@@ -191,5 +243,13 @@ def make_batch(examples: list[Example]) -> dict[str, np.ndarray]:
         text_ids[i, : len(e.text_ids)] = e.text_ids
         text_mask[i, : len(e.text_ids)] = True
         frame_mask[i, : e.n_frames] = True
-    return {"tokens": tokens, "positions": positions, "token_mask": token_mask, "text_ids": text_ids,
-            "text_mask": text_mask, "frame_mask": frame_mask}
+    out = {"tokens": tokens, "positions": positions, "token_mask": token_mask, "text_ids": text_ids,
+           "text_mask": text_mask, "frame_mask": frame_mask}
+    if any(e.text_ngrams is not None for e in examples):
+        g = max(1, max((len(w) for e in examples for w in (e.text_ngrams or [])), default=1))
+        ngrams = np.zeros((b, L, g), dtype=np.int64)  # 0 = padding
+        for i, e in enumerate(examples):
+            for j, w in enumerate((e.text_ngrams or [])[:L]):
+                ngrams[i, j, : len(w)] = w
+        out["text_ngrams"] = ngrams
+    return out

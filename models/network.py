@@ -6,7 +6,9 @@ Shapes (B batch, N kept visual tokens, L instruction tokens, T keyframes, D = pa
 * ``positions``   (B, N, 3) int64: (frame, row, col) of each kept patch in the original grid;
 * ``token_mask``  (B, N) bool: True for real tokens;
 * ``text_ids``    (B, L) int64 and ``text_mask`` (B, L) bool: the instruction;
-* ``frame_mask``  (B, T) bool: True for real keyframes.
+* ``frame_mask``  (B, T) bool: True for real keyframes;
+* ``text_ngrams`` (B, L, G) int64, only when ``cfg.char_ngrams`` > 0: each instruction word's hashed character
+  n-gram ids (0 = padding), summed into the word's embedding.
 
 Outputs: ``success_logit`` (B,) and ``frame_logits`` (B, T): a logit per keyframe for "the run first deviates
 here" (padding frames get -1e9, so a softmax over T is the first-deviation distribution).
@@ -68,6 +70,32 @@ class Block(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+class ConvStem(nn.Module):
+    """A tiny CNN per patch: (B, N, p*p*3) pixels -> (B, N, d).
+
+    Two stride-2 3x3 convolutions see strokes and letter parts wherever they sit in the patch, which a single
+    linear projection has to learn separately for every offset; a linear path on the raw pixels is kept
+    alongside (colour and layout cues pass straight through).
+    """
+
+    def __init__(self, cfg: ModelConfig, c1: int = 24, c2: int = 48):
+        super().__init__()
+        self.patch = cfg.patch
+        self.c2 = c2
+        self.conv = nn.Sequential(nn.Conv2d(3, c1, 3, stride=2, padding=1), nn.GELU(),
+                                  nn.Conv2d(c1, c2, 3, stride=2, padding=1), nn.GELU())
+        self.proj = nn.Linear(c2 * (cfg.patch // 4) ** 2, cfg.d_model)
+        self.linear = nn.Linear(cfg.token_dim, cfg.d_model)
+        self.norm = nn.LayerNorm(cfg.d_model)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        b, n, _ = tokens.shape
+        p = self.patch
+        img = tokens.reshape(-1, p, p, 3).permute(0, 3, 1, 2)  # (B*N, 3, p, p): pixels are row-major RGB
+        feat = self.conv(img).reshape(b, n, self.c2 * (p // 4) ** 2)  # (B, N, c2*(p/4)^2)
+        return self.norm(self.proj(feat) + self.linear(tokens))  # (B, N, d)
+
+
 class RewardNet(nn.Module):
     """Success logit and per-keyframe first-deviation logits from an instruction and kept visual tokens."""
 
@@ -75,12 +103,16 @@ class RewardNet(nn.Module):
         super().__init__()
         self.cfg = cfg
         d = cfg.d_model
-        self.patch_embed = nn.Sequential(nn.Linear(cfg.token_dim, d), nn.LayerNorm(d))
+        if cfg.stem == "conv":
+            self.patch_embed: nn.Module = ConvStem(cfg)
+        else:
+            self.patch_embed = nn.Sequential(nn.Linear(cfg.token_dim, d), nn.LayerNorm(d))
         self.pos_t = nn.Embedding(cfg.max_frames, d)
         self.pos_y = nn.Embedding(cfg.max_grid, d)
         self.pos_x = nn.Embedding(cfg.max_grid, d)
         self.text_embed = nn.Embedding(cfg.vocab_size, d)
         self.text_pos = nn.Embedding(cfg.max_text_len, d)
+        self.ngram_embed = nn.Embedding(cfg.char_ngrams + 1, d, padding_idx=0) if cfg.char_ngrams else None
         self.type_embed = nn.Embedding(3, d)  # 0 CLS, 1 text, 2 visual
         self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
@@ -99,12 +131,16 @@ class RewardNet(nn.Module):
             nn.init.zeros_(m.bias)
         elif isinstance(m, nn.Embedding):
             nn.init.normal_(m.weight, std=0.02)
+            if m.padding_idx is not None:
+                with torch.no_grad():
+                    m.weight[m.padding_idx].zero_()
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
     def forward_features(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
-                         text_ids: torch.Tensor, text_mask: torch.Tensor) -> torch.Tensor:
+                         text_ids: torch.Tensor, text_mask: torch.Tensor,
+                         text_ngrams: torch.Tensor | None = None) -> torch.Tensor:
         """Encode the joint sequence; returns (B, 1 + L + N, d)."""
         cfg = self.cfg
         b = tokens.shape[0]
@@ -116,6 +152,10 @@ class RewardNet(nn.Module):
         vis = vis + self.type_embed.weight[2]
         text_pos = torch.arange(text_ids.shape[1], device=text_ids.device).clamp(max=cfg.max_text_len - 1)
         txt = self.text_embed(text_ids.clamp(0, cfg.vocab_size - 1)) + self.text_pos(text_pos)[None]  # (B, L, d)
+        if self.ngram_embed is not None and text_ngrams is not None:
+            g = text_ngrams.clamp(0, cfg.char_ngrams)  # (B, L, G)
+            cnt = (g > 0).sum(dim=-1, keepdim=True).clamp(min=1).to(txt.dtype)  # (B, L, 1)
+            txt = txt + self.ngram_embed(g).sum(dim=2) / cnt.sqrt()  # padding rows embed to zero
         txt = txt + self.type_embed.weight[1]
         cls = (self.cls_token + self.type_embed.weight[0]).expand(b, 1, -1)  # (B, 1, d)
         x = torch.cat([cls, txt, vis], dim=1)  # (B, S = 1 + L + N, d)
@@ -144,14 +184,19 @@ class RewardNet(nn.Module):
         return success_logit, frame_logits
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
-                text_ids: torch.Tensor, text_mask: torch.Tensor,
-                frame_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x = self.forward_features(tokens, positions, token_mask, text_ids, text_mask)
+                text_ids: torch.Tensor, text_mask: torch.Tensor, frame_mask: torch.Tensor,
+                text_ngrams: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.forward_features(tokens, positions, token_mask, text_ids, text_mask, text_ngrams)
         return self.forward_head(x, positions, token_mask, frame_mask)
 
 
 INPUT_NAMES = ("tokens", "positions", "token_mask", "text_ids", "text_mask", "frame_mask")
 OUTPUT_NAMES = ("success_logit", "frame_logits")
+
+
+def input_names(cfg: ModelConfig) -> tuple[str, ...]:
+    """The network's inputs, in call order, for ``cfg`` (``text_ngrams`` only when n-grams are on)."""
+    return INPUT_NAMES + (("text_ngrams",) if cfg.char_ngrams else ())
 
 
 def build(cfg: ModelConfig) -> RewardNet:
