@@ -4,6 +4,13 @@ Loss: BCE on success (+ class balancing) plus cross-entropy over keyframes on th
 failures whose step is known. Augmentations are modest and aimed at agents other than ours: harmless no-op
 frames inserted (an agent that waits or re-checks), a one-patch layout shift, small brightness/contrast jitter,
 token dropout and instruction word dropout.
+
+Online negatives (``online_negatives`` > 0): each epoch, that share of the successful recorded runs also comes
+back as a fresh negative of the dataset's own kinds, drawn anew every epoch: an adversarial rewrite of its
+instruction (the recorder's rewrites, several per run, precomputed), a swap (another task's instruction) or a
+truncation (its pruned tokens cut after a random keyframe: pruning is causal, so this equals pruning the cut
+video). The same video then appears with a right and a wrong instruction, which is the signal that teaches the
+network to ground the instruction in the screen rather than to recognise the run's look.
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ import torch
 import torch.nn.functional as F
 
 from models.config import FEATURE_VERSION, ModelConfig
-from models.data import Record, build_cache, load_records, read_manifest
-from models.features import Example, make_batch
-from models.network import INPUT_NAMES, RewardNet
+from models.data import Record, build_cache, error_keyframe, load_records, read_manifest
+from models.features import Example, make_batch, text_inputs
+from models.network import RewardNet, input_names
 from models.tokenizer import Tokenizer
 
 
@@ -49,6 +56,9 @@ class TrainArgs:
     time_budget_s: float | None = None
     init: str = ""
     config: dict = field(default_factory=dict)
+    online_negatives: float = 0.0
+    max_batch_tokens: int | None = 4096
+    rewrites_per_run: int = 6
 
 
 def seed_everything(seed: int) -> None:
@@ -58,11 +68,10 @@ def seed_everything(seed: int) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- augmentation
-def augment(rec: Record, ids: list[int], rng: np.random.Generator, cfg: ModelConfig
-            ) -> tuple[Example, int | None]:
+def augment(rec: Record, ids: list[int], ngrams: list[list[int]] | None, rng: np.random.Generator,
+            cfg: ModelConfig, err: int | None) -> tuple[Example, int | None]:
     """A randomly perturbed copy of a record as an :class:`Example`, with its (shifted) error keyframe."""
     patches, pos, t = rec.patches, rec.positions.copy(), rec.n_frames
-    err = rec.error_frame
     # A harmless no-op step: an unchanged screen prunes to a single token, inserted after a random frame.
     if t < cfg.max_frames and rng.random() < 0.3:
         j = int(rng.integers(1, t + 1))  # new frame index
@@ -90,9 +99,11 @@ def augment(rec: Record, ids: list[int], rng: np.random.Generator, cfg: ModelCon
         pos[:, 2] = np.clip(pos[:, 2] + dx, 0, cfg.max_grid - 1)
     # Instruction word dropout (keeps the leading [TXT]).
     if len(ids) > 2 and rng.random() < 0.3:
-        ids = [ids[0]] + [w for w in ids[1:] if rng.random() > 0.1]
+        keep_w = [True] + [bool(rng.random() > 0.1) for _ in ids[1:]]
+        ids = [w for w, k in zip(ids, keep_w) if k]
+        ngrams = None if ngrams is None else [g for g, k in zip(ngrams, keep_w) if k]
     ex = Example(patches=patches, positions=pos, n_frames=t, text_ids=ids, grid=rec.grid,
-                 tokens_total=rec.tokens_total)
+                 tokens_total=rec.tokens_total, text_ngrams=ngrams)
     return ex, err
 
 
@@ -104,27 +115,155 @@ def jitter(tokens: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.clip(tokens * a + c, -1.0, 1.0)
 
 
-def to_batch(recs: list[Record], tok: Tokenizer, cfg: ModelConfig, rng: np.random.Generator | None
+@dataclass
+class Item:
+    """One training example of an epoch: a record as it is, or a negative made from it on the fly.
+
+    Attributes:
+        rec: the underlying record.
+        instruction: the instruction to pair with the video (None: the record's own).
+        success: the label (None: the record's own).
+        error_frame: the first-error keyframe (used when ``instruction`` or ``keep_frames`` is set).
+        keep_frames: keep only the first this many keyframes (a truncation).
+    """
+
+    rec: Record
+    instruction: str | None = None
+    success: bool | None = None
+    error_frame: int | None = None
+    keep_frames: int | None = None
+
+    @property
+    def label(self) -> bool:
+        return self.rec.success if self.success is None else self.success
+
+    @property
+    def length(self) -> int:
+        return len(self.rec.positions)
+
+
+def _view(item: Item) -> tuple[Record, str, int | None]:
+    """The (possibly truncated) record, instruction and error keyframe an item stands for."""
+    r = item.rec
+    err = r.error_frame if item.success is None else item.error_frame
+    if item.keep_frames is not None and item.keep_frames < r.n_frames:
+        sel = r.positions[:, 0] < item.keep_frames
+        r = Record(patches=r.patches[sel], positions=r.positions[sel], n_frames=item.keep_frames, grid=r.grid,
+                   tokens_total=r.tokens_total * item.keep_frames // max(1, r.n_frames),
+                   instruction=r.instruction, success=False, error_frame=err, meta=r.meta,
+                   steps=r.steps[: item.keep_frames])
+    return r, item.instruction if item.instruction is not None else r.instruction, err
+
+
+def to_batch(items: list[Item] | list[Record], tok: Tokenizer, cfg: ModelConfig, rng: np.random.Generator | None
              ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
-    """Records -> (named input tensors, success labels (B,), error keyframe (B,) with -1 for none)."""
+    """Items (or records) -> (named input tensors, success labels (B,), error keyframe (B,) with -1 for none)."""
+    items = [i if isinstance(i, Item) else Item(i) for i in items]
     exs, errs = [], []
-    for r in recs:
-        ids = tok.encode(r.instruction)
+    for it in items:
+        r, text, err = _view(it)
+        ids, ngrams = text_inputs(tok, text)
         if rng is not None:
-            ex, err = augment(r, ids, rng, cfg)
+            ex, err = augment(r, ids, ngrams, rng, cfg, err)
         else:
             ex = Example(patches=r.patches, positions=r.positions, n_frames=r.n_frames, text_ids=ids, grid=r.grid,
-                         tokens_total=r.tokens_total)
-            err = r.error_frame
+                         tokens_total=r.tokens_total, text_ngrams=ngrams)
         exs.append(ex)
         errs.append(-1 if err is None else err)
     b = make_batch(exs)
     if rng is not None:
         b["tokens"] = jitter(b["tokens"], rng)
-    inputs = {k: torch.from_numpy(b[k]) for k in INPUT_NAMES}
-    y = torch.tensor([float(r.success) for r in recs])
+    inputs = {k: torch.from_numpy(b[k]) for k in input_names(cfg)}
+    y = torch.tensor([float(it.label) for it in items])
     e = torch.tensor(errs, dtype=torch.long)
     return inputs, y, e
+
+
+# ------------------------------------------------------------------------------------------ online negatives
+@dataclass
+class NegativeSource:
+    """What online negatives are drawn from: rewrites per record id, and instructions per task for swaps."""
+
+    rewrites: dict[str, list[tuple[str, int | None]]]
+    instructions: dict[str, list[str]]
+
+
+def prepare_negatives(recs: list[Record], per_run: int, seed: int) -> NegativeSource:
+    """Precompute up to ``per_run`` distinct adversarial rewrites for every successful recorded run.
+
+    Uses the recorder's own rewriter (:func:`gui_app.core.collect.negatives.adversarial`) on the run's
+    trajectory file (its metadata names the fields and the other labels on screen).
+    """
+    import random
+
+    from gui_app.core import native
+    from gui_app.core.collect import negatives as neg
+    from gui_app.core.errors import RollscopeError
+
+    runs = [r for r in recs if r.success and (r.meta.get("negative_kind") or "none") == "none"]
+    trajs = {}
+    for r in runs:
+        try:
+            trajs[r.meta["id"]] = native.load(r.meta["path"])
+        except (RollscopeError, OSError, ValueError):
+            continue
+    pool: dict[str, list[dict[str, str]]] = {}
+    for t in trajs.values():
+        pool.setdefault(str(t.metadata.get("task")), []).append(dict(t.metadata.get("fields") or {}))
+    rewrites: dict[str, list[tuple[str, int | None]]] = {}
+    for r in runs:
+        t = trajs.get(r.meta["id"])
+        if t is None:
+            continue
+        seen: dict[str, int | None] = {}
+        rng = random.Random(f"{seed}:{r.meta['id']}")
+        for _ in range(per_run * 3):
+            rw = neg.adversarial(t, pool, rng)
+            if rw is None:
+                break
+            if rw.instruction != t.instruction and rw.instruction not in seen:
+                fes = max(0, min(rw.first_error_step, t.n_steps - 1))
+                seen[rw.instruction] = error_keyframe(fes, r.steps) if r.steps else 0
+            if len(seen) >= per_run:
+                break
+        if seen:
+            rewrites[r.meta["id"]] = list(seen.items())
+    instructions: dict[str, list[str]] = {}
+    for r in runs:
+        instructions.setdefault(str(r.meta.get("task") or ""), []).append(r.instruction)
+    return NegativeSource(rewrites=rewrites, instructions=instructions)
+
+
+def epoch_items(recs: list[Record], src: NegativeSource | None, share: float, rng: np.random.Generator
+                ) -> list[Item]:
+    """The records as they are, plus for a ``share`` of the successful runs a fresh online negative each."""
+    items = [Item(r) for r in recs]
+    if src is None or share <= 0:
+        return items
+    tasks = sorted(src.instructions)
+    for r in recs:
+        if not r.success or (r.meta.get("negative_kind") or "none") != "none" or rng.random() >= share:
+            continue
+        kinds = ["swap"] * (len(tasks) > 1)
+        if r.meta["id"] in src.rewrites:
+            kinds += ["adversarial"] * 2
+        if r.n_frames >= 2:
+            kinds.append("truncation")
+        if not kinds:
+            continue
+        kind = kinds[int(rng.integers(len(kinds)))]
+        if kind == "adversarial":
+            opts = src.rewrites[r.meta["id"]]
+            text, err = opts[int(rng.integers(len(opts)))]
+            items.append(Item(r, instruction=text, success=False, error_frame=err))
+        elif kind == "swap":
+            others = [t for t in tasks if t != (r.meta.get("task") or "")]
+            pool = src.instructions[others[int(rng.integers(len(others)))]]
+            items.append(Item(r, instruction=pool[int(rng.integers(len(pool)))], success=False, error_frame=0))
+        else:
+            k = int(rng.integers(1, r.n_frames))  # frames kept: the decisive last one is gone
+            items.append(Item(r, success=False, error_frame=k - 1, keep_frames=k))
+    return items
 
 
 def loss_fn(success_logit: torch.Tensor, frame_logits: torch.Tensor, y: torch.Tensor, err: torch.Tensor,
@@ -138,16 +277,34 @@ def loss_fn(success_logit: torch.Tensor, frame_logits: torch.Tensor, y: torch.Te
     return loss
 
 
-def batches(recs: list[Record], batch_size: int, rng: np.random.Generator | None) -> list[list[Record]]:
-    """Batches of similar length (less padding): shuffle, sort within chunks of 8 batches, shuffle batches."""
+def _length(x) -> int:
+    return x.length if isinstance(x, Item) else len(x.positions)
+
+
+def batches(recs: list, batch_size: int, rng: np.random.Generator | None, max_tokens: int | None = None
+            ) -> list[list]:
+    """Batches of similar length (less padding): shuffle, sort within chunks of 8 batches, shuffle batches.
+
+    With ``max_tokens``, a batch also stops growing when its padded size (items x longest) would pass that
+    many tokens: a few runs keep a thousand tokens or more, and attention grows with the square of the length,
+    so they go in small batches instead of padding fifteen short ones up to their size.
+    """
     idx = np.arange(len(recs))
     if rng is not None:
         rng.shuffle(idx)
     chunk = batch_size * 8
     out = []
     for s in range(0, len(idx), chunk):
-        part = sorted(idx[s: s + chunk], key=lambda i: len(recs[i].positions))
-        out += [[recs[i] for i in part[j: j + batch_size]] for j in range(0, len(part), batch_size)]
+        part = sorted(idx[s: s + chunk], key=lambda i: _length(recs[i]))
+        cur: list = []
+        for i in part:
+            longest = max([_length(recs[i])] + [_length(r) for r in cur[-1:]])
+            if cur and (len(cur) >= batch_size or (max_tokens and (len(cur) + 1) * longest > max_tokens)):
+                out.append(cur)
+                cur = []
+            cur.append(recs[i])
+        if cur:
+            out.append(cur)
     if rng is not None:
         rng.shuffle(out)
     return out
@@ -231,14 +388,18 @@ def train(args: TrainArgs, log=print) -> dict:
         cfg = ModelConfig.from_dict(init["config"])
         tok = Tokenizer.from_dict(init["tokenizer"])
     else:
-        tok = Tokenizer.build(train_df["instruction"].to_list(), max_len=cfg.max_text_len)
+        tok = Tokenizer.build(train_df["instruction"].to_list(), max_len=cfg.max_text_len,
+                              ngram_buckets=cfg.char_ngrams, ngrams_per_word=cfg.ngrams_per_word)
         cfg.vocab_size = tok.vocab_size
     train_recs = load_records(train_df, cfg, cache_dir, prune=args.prune)
     val_recs = load_records(splits["val"], cfg, cache_dir, prune=args.prune)
     if not train_recs:
         raise ValueError(f"{args.data}: no training examples")
+    neg_src = None
+    if args.online_negatives > 0:
+        neg_src = prepare_negatives(train_recs, args.rewrites_per_run, args.seed)
+        log(f"online negatives: {len(neg_src.rewrites)} runs with rewrites, share {args.online_negatives}")
     n_pos = sum(r.success for r in train_recs)
-    pos_weight = (len(train_recs) - n_pos) / max(1, n_pos)  # balance the classes
     kept = sum(len(r.positions) for r in train_recs) / max(1, sum(r.tokens_total for r in train_recs))
     log(f"train {len(train_recs)} (success {n_pos}), val {len(val_recs)}, tokens kept {kept:.1%}, "
         f"vocab {tok.vocab_size}")
@@ -250,13 +411,16 @@ def train(args: TrainArgs, log=print) -> dict:
     no_decay = [p for n, p in net.named_parameters() if not (p.dim() >= 2 and "embed" not in n and "pos_" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
-    steps_per_epoch = math.ceil(len(train_recs) / args.batch_size)
+    n_items = len(train_recs) + (args.online_negatives * n_pos if neg_src is not None else 0)
+    steps_per_epoch = math.ceil(n_items / args.batch_size)
     total = steps_per_epoch * args.epochs
 
     def lr_at(step: int) -> float:
         if step < args.warmup_steps:
             return args.lr * (step + 1) / args.warmup_steps
         frac = (step - args.warmup_steps) / max(1, total - args.warmup_steps)
+        if args.time_budget_s:  # anneal by whichever runs out first, the epochs or the time budget
+            frac = max(frac, (time.time() - t_start) / args.time_budget_s)
         return args.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
 
     rng = np.random.default_rng(args.seed)
@@ -268,8 +432,11 @@ def train(args: TrainArgs, log=print) -> dict:
     for epoch in range(args.epochs):
         net.train()
         losses = []
-        pbar = tqdm(batches(train_recs, args.batch_size, rng), desc=f"epoch {epoch + 1}/{args.epochs}",
-                    file=sys.stderr, leave=False, dynamic_ncols=True)
+        items = epoch_items(train_recs, neg_src, args.online_negatives, rng)
+        n_pos_e = sum(it.label for it in items)
+        pos_weight = (len(items) - n_pos_e) / max(1, n_pos_e)  # balance the classes
+        pbar = tqdm(batches(items, args.batch_size, rng, args.max_batch_tokens),
+                    desc=f"epoch {epoch + 1}/{args.epochs}", file=sys.stderr, leave=False, dynamic_ncols=True)
         for group in pbar:
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
@@ -283,6 +450,8 @@ def train(args: TrainArgs, log=print) -> dict:
             losses.append(loss.item())
             step += 1
             pbar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
+            if args.time_budget_s and time.time() - t_start > args.time_budget_s:
+                break  # the budget ends mid-epoch: validate what there is and stop
         pbar.close()
         p, dists = predict(net, val_recs, tok, cfg)
         thr = choose_threshold(p, y_val)

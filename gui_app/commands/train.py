@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-augment", dest="augment", action="store_false", help="train without augmentation")
     p.add_argument("--config", default=None,
                    help="JSON object overriding ModelConfig fields, e.g. '{\"d_model\": 128}'")
+    p.add_argument("--online-negatives", type=float, default=0.0,
+                   help="share of successful runs that also come back each epoch as a fresh negative "
+                        "(adversarial rewrite, swap or truncation)")
     p.add_argument("--json", action="store_true", help="print the final metrics as one JSON object")
 
 
@@ -34,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     targs = TrainArgs(data=args.data, out=args.out, epochs=args.epochs, seed=args.seed, prune=args.prune,
                       batch_size=args.batch_size, lr=args.lr, max_train=args.max_train, cache_dir=args.cache,
                       threads=args.threads, augment=args.augment, patience=args.patience, init=args.init,
-                      time_budget_s=args.time_budget,
+                      time_budget_s=args.time_budget, online_negatives=args.online_negatives,
                       config=json.loads(args.config) if args.config else {})
     metrics = train(targs, log=lambda msg: print(msg, file=sys.stderr))
     if args.json:
