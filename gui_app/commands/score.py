@@ -12,13 +12,33 @@ import json
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="trajectories (PATH#N selects one of a multi-trajectory file)")
+                   help="trajectories, or folders to search for them (PATH#N selects one of a multi-trajectory "
+                        "file)")
     p.add_argument("--json", action="store_true", help="one JSON object per trajectory on stdout")
     p.add_argument("--no-prune", dest="prune", action="store_false", help="feed every token (slower baseline)")
     p.add_argument("--backend", choices=("onnx", "torch"), default="onnx", help="inference backend")
     p.add_argument("--model", default=None, help="weights or run folder (default: the shipped weights)")
     p.add_argument("--catalog", default=None, help="catalog database to record the scores in")
     p.add_argument("--batch-size", type=int, default=8, help="trajectories per forward pass")
+
+
+def expand(paths: list[str]) -> list[str]:
+    """Each path as given, except a folder that is not itself a trajectory: the trajectories found under it.
+
+    A folder with none stays as it is, so it gets its own error line.
+    """
+    from pathlib import Path
+
+    from gui_app.core.formats import detect, find_units, split_selector
+
+    out: list[str] = []
+    for raw in paths:
+        path, sel = split_selector(raw)
+        if sel is None and Path(path).is_dir() and detect(path) is None:
+            out += [str(u) for u, _ in find_units(path)] or [raw]
+        else:
+            out.append(raw)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,9 +52,10 @@ def run(args: argparse.Namespace) -> int:
         from gui_app.core.catalog import Catalog
 
         catalog = Catalog(args.catalog)
-    pbar = bar(len(args.paths), desc="scoring", json_mode=args.json)
+    paths = expand(args.paths)
+    pbar = bar(len(paths), desc="scoring", json_mode=args.json)
     try:
-        outcomes = score_many(args.paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size,
+        outcomes = score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size,
                               progress=lambda done, total: pbar.update(done - pbar.n))
     finally:
         pbar.close()

@@ -61,6 +61,11 @@ def test_commands_end_to_end(syn_dataset, tmp_path, capsys):
     capsys.readouterr()
     assert main(["score", good, "--model", str(weights), "--backend", "torch", "--no-prune"]) == 0
     assert "p_success=" in capsys.readouterr().out
+    # a folder of trajectories is searched: every unit under it gets its line (the manifest is not one)
+    assert main(["score", str(syn_dataset), "--json", "--model", str(weights)]) == 0
+    found = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
+    assert len(found) == 20 and all("p_success" in x for x in found)
+    assert {x["path"] for x in found} >= {good}
 
     assert main(["eval", str(syn_dataset), "--model", str(weights), "--twin", str(weights), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
