@@ -43,5 +43,7 @@ def test_overlay_masks_come_from_the_catalog_without_the_model(qtbot, tmp_path):
     assert win.video._overlay_text == f"keyframe 0 (step 0): {int(masks[0].sum())}/520 tokens kept"
     win.action_map["step_next"].trigger()
     assert win.video._overlay_text.startswith("keyframe 1 (step 1)")
+    _xs, kept = win.timeline.tokens_curve.getData()  # the timeline's tokens-kept curve, from the same masks
+    assert np.allclose(kept, [m.mean() for m in masks])
     assert win.scorer.holder.model is None  # the reward model was never loaded
     win.close()
