@@ -41,6 +41,10 @@ class ModelConfig:
         char_ngrams: character n-gram hash buckets added to each instruction word's embedding (0 = off): words
             never seen in training still get an embedding from their spelling.
         ngrams_per_word: n-gram ids kept per word.
+        mil_head: add token-level evidence to the success logit: every visual token scores "this shows the
+            instruction done" and "this shows it going wrong", each pooled with a soft maximum (log-sum-exp)
+            over the run (multiple-instance pooling), so the gradient reaches the few decisive tokens directly
+            instead of through the CLS token's averaging attention.
         vocab_size: instruction vocabulary size (set from the tokenizer).
         max_text_len: instruction tokens kept (longer instructions are truncated).
         d_model: transformer width.
@@ -63,6 +67,7 @@ class ModelConfig:
     stem: str = "linear"
     char_ngrams: int = 0
     ngrams_per_word: int = 12
+    mil_head: bool = False
     vocab_size: int = 1024
     max_text_len: int = 48
     d_model: int = 192

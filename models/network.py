@@ -118,6 +118,7 @@ class RewardNet(nn.Module):
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
         self.ln_f = nn.LayerNorm(d)
         self.success_head = nn.Linear(d, 1)
+        self.token_head = nn.Linear(d, 2) if cfg.mil_head else None
         self.frame_head = nn.Sequential(nn.Linear(2 * d, d), nn.GELU(), nn.Linear(d, 1))
         self.apply(self._init)
         for name, p in self.named_parameters():
@@ -181,6 +182,11 @@ class RewardNet(nn.Module):
         frame_logits = self.frame_head(h).squeeze(-1)  # (B, T)
         frame_logits = torch.where(frame_mask, frame_logits, torch.full_like(frame_logits, _NEG))
         success_logit = self.success_head(cls).squeeze(-1)  # (B,)
+        if self.token_head is not None:
+            ev = self.token_head(vis)  # (B, N, 2): evidence for / against success per token
+            ev = torch.where(token_mask.unsqueeze(-1), ev, torch.full_like(ev, _NEG))
+            pooled_ev = torch.logsumexp(ev, dim=1)  # (B, 2): soft maxima (their log N growth cancels below)
+            success_logit = success_logit + pooled_ev[:, 0] - pooled_ev[:, 1]
         return success_logit, frame_logits
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,

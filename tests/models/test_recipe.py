@@ -178,3 +178,22 @@ def test_token_budget_batches_keep_long_runs_apart():
     for b in out:
         assert len(b) <= 16
         assert len(b) == 1 or len(b) * max(len(r.positions) for r in b) <= 2048
+
+
+def test_mil_head_exports_ignores_padding_and_uses_token_evidence(tmp_path):
+    cfg = ModelConfig.tiny(mil_head=True, stem="conv", char_ngrams=16)
+    net = RewardNet(cfg)
+    assert export(net, tmp_path / "m.onnx")["max_abs_diff"] <= 1e-4
+    net.eval()
+    names = input_names(cfg)
+    b = sample_batch(cfg, batch=1, frames=2, tokens_per_frame=3, text=4)
+    padded = {k: np.concatenate([v, np.zeros((1, 4) + v.shape[2:], v.dtype)], axis=1)
+              if k in ("tokens", "positions", "token_mask") else v for k, v in b.items()}
+    with torch.no_grad():
+        a = net(*[torch.from_numpy(b[k]) for k in names])[0]
+        c = net(*[torch.from_numpy(padded[k]) for k in names])[0]
+        net.token_head.bias.add_(torch.tensor([3.0, 0.0]))
+        d = net(*[torch.from_numpy(b[k]) for k in names])[0]
+    assert torch.allclose(a, c, atol=1e-5)
+    # a uniform +3 on every token's "for" score raises its soft maximum, hence the success logit, by exactly 3
+    assert torch.allclose(d - a, torch.full_like(a, 3.0), atol=1e-4)
