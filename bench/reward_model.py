@@ -21,7 +21,7 @@ import _common  # noqa: I001 -- first: puts the repository on sys.path
 
 from gui_app.core import formats  # noqa: E402
 from models import synthetic  # noqa: E402
-from models.features import example_from_result, featurize_frames, load_keyframes  # noqa: E402
+from models.features import example_from_result, featurize_frames, model_keyframes  # noqa: E402
 from models.runtime import WEIGHTS_DIR, RewardModel  # noqa: E402
 
 
@@ -75,10 +75,10 @@ def main() -> int:
         add(f"forward_ms_{tag}", statistics.median(fwd) * 1000, "ms")
         add(f"tokens_{tag}", r.tokens_kept, "tokens")
     # Decode once, then split the pruned run into its stages (median of reps).
-    frames, steps = load_keyframes(traj, model.cfg.max_frames)
+    frames, steps = model_keyframes(traj, model.cfg)
     t0 = time.perf_counter()
     for _ in range(reps):
-        load_keyframes(formats.load(path), model.cfg.max_frames)
+        model_keyframes(formats.load(path), model.cfg)
     add("decode_ms", (time.perf_counter() - t0) / reps * 1000, "ms")
     t0 = time.perf_counter()
     for _ in range(reps):

@@ -63,6 +63,7 @@ def _variant_metrics(rows: list[dict], thr: float) -> dict:
     p = np.array([r["p"] for r in rows])
     y = np.array([r["success"] for r in rows], dtype=float)
     m = classification(p, y, thr)
+    m["majority_accuracy"] = float(max(y.mean(), 1 - y.mean())) if len(y) else float("nan")
     loc = [(r["pred_step"], r["true_step"]) for r in rows if r["true_step"] is not None]
     m.update(localisation([a for a, _ in loc], [b for _, b in loc]))
     kept, total = sum(r["kept"] for r in rows), sum(r["total"] for r in rows)
@@ -180,4 +181,32 @@ def format_table(report: dict) -> str:
     lines.append("thresholds: " + ", ".join(f"{k} {v:.3f}" for k, v in report["thresholds"].items()))
     if report["errors"]:
         lines.append(f"{len(report['errors'])} trajectories could not be read; first: {report['errors'][0]}")
+    return "\n".join(lines)
+
+
+MD_ROWS = [("accuracy", "{:.1%}"), ("majority_accuracy", "{:.1%}"), ("precision", "{:.1%}"),
+           ("recall", "{:.1%}"), ("f1", "{:.1%}"), ("first_error_exact", "{:.1%}"),
+           ("first_error_within_one", "{:.1%}"), ("first_error_tiou", "{:.3f}"), ("n_localised", "{}"),
+           ("tokens_kept_ratio", "{:.1%}"), ("forward_ms_mean", "{:.1f}"), ("e2e_ms_mean", "{:.1f}"), ("n", "{}")]
+
+
+def format_markdown(report: dict) -> str:
+    """The report as Markdown (the model card's metrics section): one table, a column per split and variant."""
+    cols = [(split, name) for split, variants in report["splits"].items() for name in variants]
+    lines = ["| metric | " + " | ".join(f"{split}: {name}" for split, name in cols) + " |",
+             "|---|" + "---|" * len(cols)]
+    for key, fmt in MD_ROWS:
+        cells = []
+        for split, name in cols:
+            v = report["splits"][split][name].get(key)
+            cells.append("n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else fmt.format(v))
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for split, name in cols:
+        kinds = ", ".join(f"{k} {v:.1%}" for k, v in
+                          report["splits"][split][name]["accuracy_by_negative_kind"].items())
+        lines.append(f"- accuracy by negative kind ({split}, {name}): {kinds}")
+    sizes = ", ".join(f"{k} {b / 1e6:.2f} MB" for k, b in report["onnx_bytes"].items())
+    lines.append(f"- ONNX size: {sizes}; peak resident memory of the eval process {report['peak_rss_mb']:.0f} MB;"
+                 " thresholds: " + ", ".join(f"{k} {v:.3f}" for k, v in report["thresholds"].items()))
     return "\n".join(lines)

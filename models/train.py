@@ -411,8 +411,11 @@ def train(args: TrainArgs, log=print) -> dict:
     no_decay = [p for n, p in net.named_parameters() if not (p.dim() >= 2 and "embed" not in n and "pos_" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
-    n_items = len(train_recs) + (args.online_negatives * n_pos if neg_src is not None else 0)
-    steps_per_epoch = math.ceil(n_items / args.batch_size)
+    # Steps per epoch as the batching will make them (a token budget splits long runs into smaller batches,
+    # most of all without pruning), so the schedule anneals over the optimizer steps that really happen.
+    probe = np.random.default_rng(args.seed + 1)
+    steps_per_epoch = len(batches(epoch_items(train_recs, neg_src, args.online_negatives, probe), args.batch_size,
+                                  probe, args.max_batch_tokens))
     total = steps_per_epoch * args.epochs
 
     def lr_at(step: int) -> float:

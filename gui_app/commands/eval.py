@@ -14,12 +14,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--twin", default=None, help="weights folder of the unpruned twin (default: shipped twin if any)")
     p.add_argument("--limit", type=int, default=None, help="at most N trajectories per split")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--markdown", action="store_true", help="print the metrics as a Markdown table (model card)")
+    p.add_argument("--report", default=None,
+                   help="render an earlier `eval --json` output instead of evaluating (with --markdown)")
 
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
-    from models.evaluate import evaluate, format_table
+    from pathlib import Path
+
+    from models.evaluate import evaluate, format_markdown, format_table
     from models.runtime import WEIGHTS_DIR
+
+    if args.report:
+        report = json.loads(Path(args.report).read_text())
+        print(format_markdown(report) if args.markdown else format_table(report))
+        return 0
 
     twin = args.twin
     if twin is None and args.model is None and (WEIGHTS_DIR / "unpruned" / "model.json").is_file():
@@ -35,5 +45,5 @@ def run(args: argparse.Namespace) -> int:
                           limit=args.limit, progress=progress)
     finally:
         pbar.close()
-    print(json.dumps(report) if args.json else format_table(report))
+    print(json.dumps(report) if args.json else format_markdown(report) if args.markdown else format_table(report))
     return 0

@@ -26,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--online-negatives", type=float, default=0.0,
                    help="share of successful runs that also come back each epoch as a fresh negative "
                         "(adversarial rewrite, swap or truncation)")
+    p.add_argument("--max-batch-tokens", type=int, default=4096,
+                   help="a batch stops growing at this many padded tokens (0: only --batch-size limits it)")
     p.add_argument("--json", action="store_true", help="print the final metrics as one JSON object")
 
 
@@ -38,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
                       batch_size=args.batch_size, lr=args.lr, max_train=args.max_train, cache_dir=args.cache,
                       threads=args.threads, augment=args.augment, patience=args.patience, init=args.init,
                       time_budget_s=args.time_budget, online_negatives=args.online_negatives,
+                      max_batch_tokens=args.max_batch_tokens or None,
                       config=json.loads(args.config) if args.config else {})
     metrics = train(targs, log=lambda msg: print(msg, file=sys.stderr))
     if args.json:
