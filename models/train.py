@@ -356,6 +356,13 @@ def basic_metrics(p: np.ndarray, y: np.ndarray, thr: float) -> dict:
     return {"n": int(len(y)), "accuracy": acc, "precision": prec, "recall": rec, "f1": f1}
 
 
+def _save(out: Path, ckpt: dict) -> None:
+    """Write ``OUT/checkpoint.pt`` atomically (a reader never sees half a file)."""
+    tmp = out / "checkpoint.pt.tmp"
+    torch.save(ckpt, tmp)
+    tmp.replace(out / "checkpoint.pt")
+
+
 def train(args: TrainArgs, log=print) -> dict:
     """Train a model on a dataset; writes ``OUT/checkpoint.pt`` and ``OUT/metrics.json``.
 
@@ -470,6 +477,10 @@ def train(args: TrainArgs, log=print) -> dict:
         if score > best["score"]:
             best = {"score": score, "epoch": epoch + 1, "state": {k: v.clone() for k, v in net.state_dict().items()}}
             stale = 0
+            # The best so far is on disk at once: a run stopped early (or killed) still leaves its best epoch.
+            _save(out, {"state_dict": best["state"], "config": asdict(cfg), "feature_version": FEATURE_VERSION,
+                        "tokenizer": tok.to_dict(), "threshold": thr, "prune": args.prune,
+                        "train_args": asdict(args), "epoch": epoch + 1})
         else:
             stale += 1
             if stale >= args.patience:
@@ -482,11 +493,9 @@ def train(args: TrainArgs, log=print) -> dict:
     p, _ = predict(net, val_recs, tok, cfg)
     thr = choose_threshold(p, y_val)
     val_m = basic_metrics(p, y_val, thr)
-    ckpt = {"state_dict": net.state_dict(), "config": asdict(cfg), "feature_version": FEATURE_VERSION,
-            "tokenizer": tok.to_dict(), "threshold": thr, "prune": args.prune, "train_args": asdict(args)}
-    tmp = out / "checkpoint.pt.tmp"
-    torch.save(ckpt, tmp)
-    tmp.replace(out / "checkpoint.pt")
+    _save(out, {"state_dict": net.state_dict(), "config": asdict(cfg), "feature_version": FEATURE_VERSION,
+                "tokenizer": tok.to_dict(), "threshold": thr, "prune": args.prune, "train_args": asdict(args),
+                "epoch": best["epoch"]})
     metrics = {"best_epoch": best["epoch"], "threshold": thr, "val": val_m, "history": history,
                "n_train": len(train_recs), "n_val": len(val_recs), "tokens_kept_train": kept,
                "num_params": net.num_params(), "seconds": time.time() - t_start, "decode_errors": errors,
