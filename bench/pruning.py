@@ -1,9 +1,10 @@
 """Token pruning speed: milliseconds per frame (resize + patchify + prune) at 320x420 and 1280x720.
 
-    python bench/pruning.py [--quick] [--json]
+    python bench/pruning.py [--quick] [--json] [--model DIR]
 
 Frames are GUI-like (flat panels, glyph text, a button that moves), 16 keyframes per sequence, as one
-trajectory's step-end keyframes would be. Prints ``name: value unit`` lines, or one JSON object with --json.
+trajectory's step-end keyframes would be, pruned with the shipped model's settings (working size, thresholds).
+Prints ``name: value unit`` lines, or one JSON object with --json.
 """
 
 from __future__ import annotations
@@ -19,9 +20,22 @@ from models.config import ModelConfig  # noqa: E402
 from models.features import featurize_frames  # noqa: E402
 
 
+def model_config(weights: str | None) -> ModelConfig:
+    """The shipped model's pruning settings (``model.json``), or the defaults when there is none."""
+    import json
+    from pathlib import Path
+
+    from models.runtime import WEIGHTS_DIR
+
+    meta = Path(weights) / "model.json" if weights else WEIGHTS_DIR / "model.json"
+    return ModelConfig.from_dict(json.loads(meta.read_text())["config"]) if meta.is_file() else ModelConfig()
+
+
 def main() -> int:
-    args = _common.parser(__doc__.splitlines()[0]).parse_args()
-    cfg = ModelConfig()
+    p = _common.parser(__doc__.splitlines()[0])
+    p.add_argument("--model", default=None, help="weights folder whose pruning settings to time (default: shipped)")
+    args = p.parse_args()
+    cfg = model_config(args.model)
     reps = 3 if args.quick else 15
     fig = _common.Figures(args.json)
     for h, w in ((420, 320), (720, 1280)):
@@ -42,6 +56,8 @@ def main() -> int:
         fig.add(f"prune_ms_per_frame_{name}", ms, "ms")
         fig.add(f"resize_patchify_only_ms_per_frame_{name}", base * 1000 / len(frames), "ms")
         fig.add(f"tokens_kept_ratio_{name}", kept)
+    fig.add("working_size", cfg.working_size, "px")
+    fig.add("max_component", cfg.max_component, "patches")
     fig.emit()
     return 0
 
