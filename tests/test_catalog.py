@@ -187,6 +187,24 @@ def test_scanning_a_subfolder_keeps_the_rest(tree: Path, tmp_path: Path):
     assert len(cat) == 7
 
 
+def test_a_copied_folder_lists_its_own_trajectories_only(tree: Path, tmp_path: Path):
+    import shutil
+
+    with Catalog.for_root(tree) as cat:
+        cat.scan(tree)
+    copy = Path(shutil.copytree(tree, tmp_path / "copy"))  # the copy carries the original's .rollscope index
+    with Catalog.for_root(copy) as cat:
+        report = cat.scan(copy)
+        assert len(cat) == 7 and report.removed == 7
+        assert all(r.path.startswith(str(copy)) for r in cat.query())
+    with Catalog.for_root(tree) as cat:  # the original is untouched
+        assert len(cat) == 7 and all(r.path.startswith(str(tree)) for r in cat.query())
+    shared = Catalog(tmp_path / "shared.sqlite")  # a catalog of several folders keeps them all
+    shared.scan(tree)
+    shared.scan(copy)
+    assert len(shared) == 14
+
+
 def test_cancel_mid_scan_keeps_the_catalog_consistent(tree: Path):
     cat = Catalog.for_root(tree)
     polls = []

@@ -522,8 +522,11 @@ class Catalog:
             self._write_units(conn, batch)
 
         if not report.cancelled:
-            # Only a complete walk tells which units are gone.
+            # Only a complete walk tells which units are gone. A folder's own catalog (FOLDER/.rollscope) holds
+            # that folder only: rows from elsewhere were indexed before the folder was copied or moved here.
             gone = set(known) - {p for p, _ in units}
+            if root.is_dir() and self.db_path.resolve().parent == (root / CATALOG_DIR).resolve():
+                gone |= self._units_outside(conn, str(root))
             if gone:
                 self._remove_units(conn, sorted(gone))
             report.removed = len(gone)
@@ -554,6 +557,10 @@ class Catalog:
         # Paths equal to root or below it: root/... sorts between root + sep and root + chr(ord(sep) + 1).
         base = root.rstrip(os.sep)
         return "path = ? OR (path >= ? AND path < ?)", (root, base + os.sep, base + chr(ord(os.sep) + 1))
+
+    def _units_outside(self, conn: sqlite3.Connection, root: str) -> set[str]:
+        where, args = self._under(root)
+        return {r[0] for r in conn.execute(f"SELECT path FROM files WHERE NOT ({where})", args)}
 
     def _known_units(self, conn: sqlite3.Connection, root: str) -> dict[str, tuple[int, int, int, str | None]]:
         where, args = self._under(root)

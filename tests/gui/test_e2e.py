@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not (SAMPLES / RUN / "trajectory.json").is_file(
 @pytest.fixture
 def samples(tmp_path) -> Path:
     """A copy of the samples: opening a folder writes its catalog and label store inside it."""
-    return Path(shutil.copytree(SAMPLES, tmp_path / "samples"))
+    return Path(shutil.copytree(SAMPLES, tmp_path / "samples", ignore=shutil.ignore_patterns(".rollscope")))
 
 
 @pytest.fixture
