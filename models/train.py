@@ -377,6 +377,12 @@ def train(args: TrainArgs, log=print) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = ModelConfig.from_dict(args.config) if args.config else ModelConfig()
+    init = None
+    if args.init:
+        # Continue from an earlier run (a pretraining run, or a run on an earlier dataset build): its config,
+        # tokenizer and weights. Known before the features are built, so they are built for its config.
+        init = torch.load(Path(args.init) / "checkpoint.pt", map_location="cpu", weights_only=False)
+        cfg = ModelConfig.from_dict(init["config"])
     df = read_manifest(args.data)
     cache_dir = args.cache_dir or str(Path(args.data) / "cache")
     bar = tqdm(total=len(df), desc="features", file=sys.stderr, leave=False, dynamic_ncols=True)
@@ -388,11 +394,7 @@ def train(args: TrainArgs, log=print) -> dict:
     train_df = splits["train"]
     if args.max_train:
         train_df = train_df.sample(n=min(args.max_train, len(train_df)), seed=args.seed)
-    init = None
-    if args.init:
-        # Continue from an earlier run: its config, tokenizer and weights (e.g. after the dataset grew).
-        init = torch.load(Path(args.init) / "checkpoint.pt", map_location="cpu", weights_only=False)
-        cfg = ModelConfig.from_dict(init["config"])
+    if init is not None:
         tok = Tokenizer.from_dict(init["tokenizer"])
     else:
         tok = Tokenizer.build(train_df["instruction"].to_list(), max_len=cfg.max_text_len,
