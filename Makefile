@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := chromium chromium-driver xvfb xauth libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 \
 	libfontconfig1 libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 \
-	libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0
+	libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 fonts-liberation fonts-dejavu-core
 SAMPLES := resources/samples
 
 .PHONY: demo test install system-deps bench screenshots package clean
