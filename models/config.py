@@ -45,6 +45,9 @@ class ModelConfig:
             instruction done" and "this shows it going wrong", each pooled with a soft maximum (log-sum-exp)
             over the run (multiple-instance pooling), so the gradient reaches the few decisive tokens directly
             instead of through the CLS token's averaging attention.
+        text_pixels: also feed the instruction drawn in pixels (Arial-metric type, :mod:`models.render`) as
+            patch tokens through the same patch embedding as the screen: words on screen can then be matched
+            glyph for glyph, for any word, instead of learning what each word id looks like.
         vocab_size: instruction vocabulary size (set from the tokenizer).
         max_text_len: instruction tokens kept (longer instructions are truncated).
         d_model: transformer width.
@@ -68,6 +71,7 @@ class ModelConfig:
     char_ngrams: int = 0
     ngrams_per_word: int = 12
     mil_head: bool = False
+    text_pixels: bool = False
     vocab_size: int = 1024
     max_text_len: int = 48
     d_model: int = 192

@@ -30,9 +30,26 @@ DYNAMIC_AXES = {
     "text_mask": {0: "batch", 1: "text"},
     "frame_mask": {0: "batch", 1: "frames"},
     "text_ngrams": {0: "batch", 1: "text", 2: "ngrams"},
+    "text_pixels": {0: "batch", 1: "pixels"},
+    "text_pixel_pos": {0: "batch", 1: "pixels"},
+    "text_pixel_mask": {0: "batch", 1: "pixels"},
     "success_logit": {0: "batch"},
     "frame_logits": {0: "batch", 1: "frames"},
 }
+
+
+class _Positional(torch.nn.Module):
+    """The network called with its inputs in :func:`input_names` order (the exporter passes them by position;
+    the network takes the optional ones by name). Use it in eval mode: the exporter restores the wrapper's
+    mode afterwards, and a wrapper left in training mode would switch the network's dropout back on."""
+
+    def __init__(self, net: RewardNet):
+        super().__init__()
+        self.net = net
+        self.names = input_names(net.cfg)
+
+    def forward(self, *xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.net(**dict(zip(self.names, xs)))
 
 
 class ExportError(RuntimeError):
@@ -56,6 +73,13 @@ def sample_batch(cfg: ModelConfig, batch: int = 2, frames: int = 3, tokens_per_f
     }
     if cfg.char_ngrams:
         out["text_ngrams"] = rng.integers(0, cfg.char_ngrams + 1, (batch, text, 4)).astype(np.int64)
+    if cfg.text_pixels:
+        out["text_pixels"] = rng.uniform(-1, 1, (batch, text + 2, cfg.token_dim)).astype(np.float32)
+        out["text_pixel_pos"] = np.stack([rng.integers(0, 6, (batch, text + 2)),
+                                          rng.integers(0, cfg.max_grid, (batch, text + 2))], axis=-1).astype(np.int64)
+        out["text_pixel_mask"] = np.ones((batch, text + 2), dtype=bool)
+        if batch > 1:
+            out["text_pixel_mask"][-1, 1:] = False
     if batch > 1:  # last example: one frame and some tokens and words fewer
         out["token_mask"][-1, n - tokens_per_frame:] = False
         out["text_mask"][-1, text // 2:] = False
@@ -65,7 +89,7 @@ def sample_batch(cfg: ModelConfig, batch: int = 2, frames: int = 3, tokens_per_f
 
 def torch_outputs(net: RewardNet, batch: dict[str, np.ndarray]) -> list[np.ndarray]:
     with torch.no_grad():
-        outs = net(*[torch.from_numpy(batch[k]) for k in input_names(net.cfg)])
+        outs = net(**{k: torch.from_numpy(batch[k]) for k in input_names(net.cfg)})
     return [o.numpy() for o in outs]
 
 
@@ -106,7 +130,7 @@ def export(net: RewardNet, out_path: str | Path, atol: float = 1e-4) -> dict:
         # onnxscript (the dynamo exporter's dependency) is not installed; the TorchScript exporter is the one
         # available, and torch flags it as legacy. Its output is checked below, so the warning adds nothing.
         warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(net, args, buf, dynamo=False, input_names=list(names),
+        torch.onnx.export(_Positional(net).eval(), args, buf, dynamo=False, input_names=list(names),
                           output_names=list(OUTPUT_NAMES),
                           dynamic_axes={k: v for k, v in DYNAMIC_AXES.items() if k in names or k in OUTPUT_NAMES}, opset_version=OPSET,
                           do_constant_folding=True)

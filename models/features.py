@@ -168,6 +168,8 @@ class Example:
         keyframe_steps: the step index of each keyframe.
         timings: seconds spent in ``decode`` and ``prune``.
         text_ngrams: per instruction id, its character n-gram ids (None when the tokenizer has no n-grams).
+        text_pixels: ``(P, D)`` uint8 patches of the instruction drawn in pixels (None unless the config asks).
+        text_pixel_pos: ``(P, 2)`` int64 (row, col) of those patches.
     """
 
     patches: np.ndarray
@@ -180,6 +182,8 @@ class Example:
     keyframe_steps: list[int] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     text_ngrams: list[list[int]] | None = None
+    text_pixels: np.ndarray | None = None
+    text_pixel_pos: np.ndarray | None = None
 
     @property
     def tokens_kept(self) -> int:
@@ -194,6 +198,15 @@ def prune_params(cfg: ModelConfig) -> PruneParams:
 def text_inputs(tokenizer: Tokenizer, text: str) -> tuple[list[int], list[list[int]] | None]:
     """An instruction's ids and, when the tokenizer has them, each id's character n-gram ids."""
     return tokenizer.encode(text), (tokenizer.encode_ngrams(text) if tokenizer.ngram_buckets else None)
+
+
+def with_text_pixels(ex: Example, text: str, cfg: ModelConfig) -> Example:
+    """``ex`` with the instruction drawn in pixels attached, when ``cfg.text_pixels`` (in place; returns it)."""
+    if cfg.text_pixels:
+        from models.render import instruction_patches
+
+        ex.text_pixels, ex.text_pixel_pos = instruction_patches(text, cfg.patch)
+    return ex
 
 
 def example_from_result(res: PruneResult, text_ids: list[int], steps: list[int],
@@ -217,7 +230,7 @@ def featurize(traj: Trajectory, cfg: ModelConfig, tokenizer: Tokenizer, prune: b
     res = featurize_frames(frames, cfg, prune)
     t2 = time.perf_counter()
     ids, ngrams = text_inputs(tokenizer, traj.instruction or "")
-    ex = example_from_result(res, ids, steps, ngrams)
+    ex = with_text_pixels(example_from_result(res, ids, steps, ngrams), traj.instruction or "", cfg)
     ex.timings = {"decode": t1 - t0, "prune": t2 - t1}
     return ex
 
@@ -252,4 +265,16 @@ def make_batch(examples: list[Example]) -> dict[str, np.ndarray]:
             for j, w in enumerate((e.text_ngrams or [])[:L]):
                 ngrams[i, j, : len(w)] = w
         out["text_ngrams"] = ngrams
+    if any(e.text_pixels is not None for e in examples):
+        p = max(1, max(len(e.text_pixels) for e in examples if e.text_pixels is not None))
+        pix = np.zeros((b, p, d), dtype=np.float32)
+        pix_pos = np.zeros((b, p, 2), dtype=np.int64)
+        pix_mask = np.zeros((b, p), dtype=bool)
+        for i, e in enumerate(examples):
+            if e.text_pixels is not None:
+                k = len(e.text_pixels)
+                pix[i, :k] = to_float(e.text_pixels)
+                pix_pos[i, :k] = e.text_pixel_pos
+                pix_mask[i, :k] = True
+        out.update(text_pixels=pix, text_pixel_pos=pix_pos, text_pixel_mask=pix_mask)
     return out

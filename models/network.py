@@ -113,6 +113,10 @@ class RewardNet(nn.Module):
         self.text_embed = nn.Embedding(cfg.vocab_size, d)
         self.text_pos = nn.Embedding(cfg.max_text_len, d)
         self.ngram_embed = nn.Embedding(cfg.char_ngrams + 1, d, padding_idx=0) if cfg.char_ngrams else None
+        if cfg.text_pixels:  # the instruction drawn in pixels, embedded like the screen (same patch embedding)
+            self.pix_y = nn.Embedding(16, d)
+            self.pix_x = nn.Embedding(cfg.max_grid, d)
+            self.pix_type = nn.Parameter(torch.zeros(d))
         self.type_embed = nn.Embedding(3, d)  # 0 CLS, 1 text, 2 visual
         self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
@@ -141,7 +145,9 @@ class RewardNet(nn.Module):
 
     def forward_features(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
                          text_ids: torch.Tensor, text_mask: torch.Tensor,
-                         text_ngrams: torch.Tensor | None = None) -> torch.Tensor:
+                         text_ngrams: torch.Tensor | None = None, text_pixels: torch.Tensor | None = None,
+                         text_pixel_pos: torch.Tensor | None = None,
+                         text_pixel_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Encode the joint sequence; returns (B, 1 + L + N, d)."""
         cfg = self.cfg
         b = tokens.shape[0]
@@ -159,8 +165,15 @@ class RewardNet(nn.Module):
             txt = txt + self.ngram_embed(g).sum(dim=2) / cnt.sqrt()  # padding rows embed to zero
         txt = txt + self.type_embed.weight[1]
         cls = (self.cls_token + self.type_embed.weight[0]).expand(b, 1, -1)  # (B, 1, d)
-        x = torch.cat([cls, txt, vis], dim=1)  # (B, S = 1 + L + N, d)
-        key_mask = torch.cat([torch.ones_like(token_mask[:, :1]), text_mask, token_mask], dim=1)  # (B, S)
+        parts, masks = [cls, txt], [torch.ones_like(token_mask[:, :1]), text_mask]
+        if cfg.text_pixels and text_pixels is not None:
+            pp = text_pixel_pos.clamp(min=0)
+            pix = (self.patch_embed(text_pixels) + self.pix_y(pp[..., 0].clamp(max=15))
+                   + self.pix_x(pp[..., 1].clamp(max=cfg.max_grid - 1)) + self.pix_type)  # (B, P, d)
+            parts.append(pix)
+            masks.append(text_pixel_mask)
+        x = torch.cat(parts + [vis], dim=1)  # (B, S = 1 + L (+ P) + N, d): visual tokens last
+        key_mask = torch.cat(masks + [token_mask], dim=1)  # (B, S)
         for block in self.blocks:
             x = block(x, key_mask)
         return self.ln_f(x)
@@ -191,8 +204,11 @@ class RewardNet(nn.Module):
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
                 text_ids: torch.Tensor, text_mask: torch.Tensor, frame_mask: torch.Tensor,
-                text_ngrams: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        x = self.forward_features(tokens, positions, token_mask, text_ids, text_mask, text_ngrams)
+                text_ngrams: torch.Tensor | None = None, text_pixels: torch.Tensor | None = None,
+                text_pixel_pos: torch.Tensor | None = None,
+                text_pixel_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.forward_features(tokens, positions, token_mask, text_ids, text_mask, text_ngrams, text_pixels,
+                                  text_pixel_pos, text_pixel_mask)
         return self.forward_head(x, positions, token_mask, frame_mask)
 
 
@@ -201,8 +217,12 @@ OUTPUT_NAMES = ("success_logit", "frame_logits")
 
 
 def input_names(cfg: ModelConfig) -> tuple[str, ...]:
-    """The network's inputs, in call order, for ``cfg`` (``text_ngrams`` only when n-grams are on)."""
-    return INPUT_NAMES + (("text_ngrams",) if cfg.char_ngrams else ())
+    """The network's inputs, in call order, for ``cfg`` (``text_ngrams`` only when n-grams are on, the drawn
+    instruction only when ``text_pixels``)."""
+    names = INPUT_NAMES + ("text_ngrams",)
+    if cfg.text_pixels:
+        names += ("text_pixels", "text_pixel_pos", "text_pixel_mask")
+    return names if cfg.char_ngrams else tuple(n for n in names if n != "text_ngrams")
 
 
 def build(cfg: ModelConfig) -> RewardNet:

@@ -30,30 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from models.config import FEATURE_VERSION, ModelConfig
-from models.features import Example, example_from_result, featurize_frames, make_batch, text_inputs
+from models.features import (Example, example_from_result, featurize_frames, make_batch, text_inputs,
+                             with_text_pixels)
+from models.render import FontsMissing, find_fonts  # noqa: F401 -- FontsMissing is part of this module's API
 from models.tokenizer import Tokenizer
 
-FONT_FILES = ("liberation/LiberationSans-Regular.ttf", "liberation/LiberationSans-Bold.ttf",
-              "dejavu/DejaVuSans.ttf")
-FONT_ROOTS = ("/usr/share/fonts/truetype",)
 _QUOTED = re.compile(r'"([^"]+)"')
-
-
-class FontsMissing(RuntimeError):
-    """No usable TrueType font for generating screens."""
-
-
-def find_fonts() -> list[str]:
-    """Paths of the fonts used to draw generated screens.
-
-    Raises:
-        FontsMissing: none of them is installed (Debian: ``apt-get install fonts-liberation``).
-    """
-    found = [str(Path(r) / f) for r in FONT_ROOTS for f in FONT_FILES if (Path(r) / f).is_file()]
-    if not found:
-        raise FontsMissing(f"none of {', '.join(FONT_FILES)} under {', '.join(FONT_ROOTS)} "
-                           "(Debian: apt-get install fonts-liberation fonts-dejavu-core)")
-    return found
 
 
 def templates_and_words(instructions: list[str]) -> tuple[list[str], list[str]]:
@@ -203,7 +185,7 @@ def _examples(maker: ScreenMaker, cfg: ModelConfig, tok: Tokenizer, n: int) -> t
         s = maker.make()
         res = featurize_frames([s.frame], cfg, prune=True)
         ids, ngrams = text_inputs(tok, s.instruction)
-        exs.append(example_from_result(res, ids, [0], ngrams))
+        exs.append(with_text_pixels(example_from_result(res, ids, [0], ngrams), s.instruction, cfg))
         ys.append(s.success)
     return exs, ys
 
@@ -252,7 +234,7 @@ def pretrain(args: PretrainArgs, log=print) -> dict:
             correct = 0
             for i in range(0, len(val_x), 64):
                 b = make_batch(val_x[i: i + 64])
-                s, _ = net(*[torch.from_numpy(b[k]) for k in names])
+                s, _ = net(**{k: torch.from_numpy(b[k]) for k in names})
                 correct += int(((s.numpy() >= 0) == np.array(val_y[i: i + 64])).sum())
         net.train()
         return correct / len(val_x)
@@ -265,7 +247,7 @@ def pretrain(args: PretrainArgs, log=print) -> dict:
             g["lr"] = lr
         exs, ys = _examples(maker, cfg, tok, args.batch_size)
         b = make_batch(exs)
-        s, _ = net(*[torch.from_numpy(b[k]) for k in names])
+        s, _ = net(**{k: torch.from_numpy(b[k]) for k in names})
         loss = F.binary_cross_entropy_with_logits(s, torch.tensor(ys, dtype=torch.float32))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -275,7 +257,7 @@ def pretrain(args: PretrainArgs, log=print) -> dict:
         step += 1
         bar.update(1)
         bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
-        if step % 200 == 0:
+        if step % 100 == 0:
             acc = val_accuracy()
             history.append({"step": step, "loss": float(np.mean(losses[-200:])), "val_accuracy": acc,
                             "seconds": time.time() - t0})

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from models.config import FEATURE_VERSION, ModelConfig
 from models.data import Record, build_cache, error_keyframe, load_records, read_manifest
-from models.features import Example, make_batch, text_inputs
+from models.features import Example, make_batch, text_inputs, with_text_pixels
 from models.network import RewardNet, input_names
 from models.tokenizer import Tokenizer
 
@@ -168,7 +168,7 @@ def to_batch(items: list[Item] | list[Record], tok: Tokenizer, cfg: ModelConfig,
         else:
             ex = Example(patches=r.patches, positions=r.positions, n_frames=r.n_frames, text_ids=ids, grid=r.grid,
                          tokens_total=r.tokens_total, text_ngrams=ngrams)
-        exs.append(ex)
+        exs.append(with_text_pixels(ex, text, cfg))
         errs.append(-1 if err is None else err)
     b = make_batch(exs)
     if rng is not None:

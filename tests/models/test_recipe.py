@@ -197,3 +197,39 @@ def test_mil_head_exports_ignores_padding_and_uses_token_evidence(tmp_path):
     assert torch.allclose(a, c, atol=1e-5)
     # a uniform +3 on every token's "for" score raises its soft maximum, hence the success logit, by exactly 3
     assert torch.allclose(d - a, torch.full_like(a, 3.0), atol=1e-4)
+
+
+def test_drawn_instruction_patches():
+    from models.render import instruction_patches
+
+    a, pos = instruction_patches('Click on the "okay" button.')
+    assert a.dtype == np.uint8 and a.shape[1] == 768 and len(a) == len(pos) > 5
+    assert (a.min(axis=1) < 200).all()  # only patches with ink
+    b, _ = instruction_patches('Click on the "next" button.')
+    assert a.shape != b.shape or not np.array_equal(a, b)
+    again, pos2 = instruction_patches('Click on the "okay" button.')
+    assert np.array_equal(a, again) and np.array_equal(pos, pos2)
+    long, lpos = instruction_patches(" ".join(["word"] * 200))  # wraps, and stops at the kept rows
+    assert lpos[:, 0].max() < 6 and lpos[:, 1].max() < 20
+    empty, epos = instruction_patches("")
+    assert len(empty) == 1  # an empty instruction still gives one token
+
+
+def test_drawn_instruction_reaches_the_network_and_exports(syn_traj_dir, tmp_path):
+    traj = native.load(syn_traj_dir)
+    cfg = ModelConfig.tiny(text_pixels=True, max_grid=32, char_ngrams=16, mil_head=True)
+    tok = Tokenizer.build([traj.instruction], min_count=1, ngram_buckets=16, max_len=16)
+    ex = featurize(traj, cfg, tok)
+    assert ex.text_pixels is not None and len(ex.text_pixels) == len(ex.text_pixel_pos)
+    batch = make_batch([ex])
+    assert batch["text_pixels"].shape == (1, len(ex.text_pixels), 768) and batch["text_pixel_mask"].all()
+    net = RewardNet(cfg)
+    assert export(net, tmp_path / "m.onnx")["max_abs_diff"] <= 1e-4
+    net.eval()
+    names = input_names(cfg)
+    with torch.no_grad():
+        a = net(**{k: torch.from_numpy(batch[k]) for k in names})[0]
+        other = dict(batch, text_pixels=np.zeros_like(batch["text_pixels"]))
+        b = net(**{k: torch.from_numpy(other[k]) for k in names})[0]
+    assert not torch.allclose(a, b)  # the drawn words change the verdict's input
+    assert not net.training  # exporting left the network in eval mode
