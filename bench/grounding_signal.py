@@ -23,22 +23,11 @@ import _common  # noqa: I001 -- first: puts the repository on sys.path
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 
+from models.render import draw_word  # noqa: E402
+
 TASKS = ("click-button", "click-link", "click-option", "click-widget")
 SIZES = (18, 20, 22, 24, 26, 28)
 _QUOTED = re.compile(r'"([^"]+)"')
-
-
-def render(term: str, size: int) -> np.ndarray:
-    """``term`` in black Liberation Sans on white, tightly cropped (2 px margin), grayscale uint8."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    from models.pretrain import find_fonts
-
-    font = ImageFont.truetype(find_fonts()[0], size)
-    left, top, right, bottom = font.getbbox(term)
-    img = Image.new("L", (right - left + 4, bottom - top + 4), 255)
-    ImageDraw.Draw(img).text((2 - left, 2 - top), term, font=font, fill=0)
-    return np.asarray(img)
 
 
 def best_match(gray: np.ndarray, term: str, near: tuple[float, float] | None = None, radius: int = 40
@@ -46,7 +35,7 @@ def best_match(gray: np.ndarray, term: str, near: tuple[float, float] | None = N
     """Highest NCC of ``term`` (any size) in ``gray``, optionally only where the template covers ``near``."""
     best = -1.0
     for s in SIZES:
-        tpl = render(term, s)
+        tpl = draw_word(term, s)
         if tpl.shape[0] >= gray.shape[0] or tpl.shape[1] >= gray.shape[1]:
             continue
         r = cv2.matchTemplate(gray, tpl, cv2.TM_CCOEFF_NORMED)  # (H-h+1, W-w+1): top-left corners

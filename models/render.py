@@ -37,6 +37,19 @@ def find_fonts() -> list[str]:
     return found
 
 
+@lru_cache(maxsize=1024)
+def draw_word(term: str, size: int) -> np.ndarray:
+    """``term`` in black on white in the preferred font at ``size`` px, cropped to its ink plus 2 px; (H, W)
+    uint8 grayscale (a template to match on a screen)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.truetype(find_fonts()[0], size)
+    left, top, right, bottom = font.getbbox(term)
+    img = Image.new("L", (right - left + 4, bottom - top + 4), 255)
+    ImageDraw.Draw(img).text((2 - left, 2 - top), term, font=font, fill=0)
+    return np.asarray(img)
+
+
 @lru_cache(maxsize=4096)
 def instruction_patches(text: str, patch: int = 16) -> tuple[np.ndarray, np.ndarray]:
     """The instruction drawn black on white, wrapped at :data:`TEXT_WIDTH`, cut into patches.
