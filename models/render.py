@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gui_app.core.errors import RollscopeError
+
 FONT_FILES = ("liberation/LiberationSans-Regular.ttf", "liberation/LiberationSans-Bold.ttf",
               "dejavu/DejaVuSans.ttf")
 FONT_ROOTS = ("/usr/share/fonts/truetype",)
@@ -20,8 +22,8 @@ TEXT_WIDTH = 320  # px: lines wrap at the recordings' width
 TEXT_ROWS = 6  # patch rows kept (about three lines)
 
 
-class FontsMissing(RuntimeError):
-    """No usable TrueType font installed."""
+class FontsMissing(RollscopeError):
+    """No usable TrueType font installed (a domain error: scoring a batch reports it per item and goes on)."""
 
 
 def find_fonts() -> list[str]:
