@@ -132,8 +132,8 @@ def export(net: RewardNet, out_path: str | Path, atol: float = 1e-4) -> dict:
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.onnx.export(_Positional(net).eval(), args, buf, dynamo=False, input_names=list(names),
                           output_names=list(OUTPUT_NAMES),
-                          dynamic_axes={k: v for k, v in DYNAMIC_AXES.items() if k in names or k in OUTPUT_NAMES}, opset_version=OPSET,
-                          do_constant_folding=True)
+                          dynamic_axes={k: v for k, v in DYNAMIC_AXES.items() if k in names or k in OUTPUT_NAMES},
+                          opset_version=OPSET, do_constant_folding=True)
     data = buf.getvalue()
     model = onnx.load_from_string(data)
     try:
