@@ -27,8 +27,7 @@ import polars as pl
 from gui_app.core import native
 from gui_app.core.errors import RollscopeError
 from models.data import read_manifest
-from models.features import (example_from_result, featurize_frames, model_keyframes, text_inputs,
-                             with_text_pixels)
+from models.features import featurize_frames, make_example, model_keyframes
 from models.runtime import RewardModel
 
 NEIGHBOUR_TIOU = 0.33
@@ -123,15 +122,13 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, twin_dir: str 
         fe = row.get("first_error_step")
         success = bool(row["success"])
         true_step = None if success or fe is None or fe >= traj.n_steps else int(fe)
+        text = row["instruction"] or ""
         for name, (m, prune) in variants.items():
-            ids, ngrams = text_inputs(m.tokenizer, row["instruction"] or "")
             if not warm:  # first call of a session pays for allocations; keep it out of the timings
-                m.score_example(with_text_pixels(example_from_result(featurize_frames(frames, m.cfg, prune), ids,
-                                                                     steps, ngrams), row["instruction"] or "", m.cfg),
+                m.score_example(make_example(featurize_frames(frames, m.cfg, prune), text, steps, m.tokenizer, m.cfg),
                                 traj.n_steps)
             t1 = time.perf_counter()
-            ex = with_text_pixels(example_from_result(featurize_frames(frames, m.cfg, prune), ids, steps, ngrams),
-                                  row["instruction"] or "", m.cfg)
+            ex = make_example(featurize_frames(frames, m.cfg, prune), text, steps, m.tokenizer, m.cfg)
             t_prune = time.perf_counter() - t1
             res = m.score_example(ex, traj.n_steps)
             pred_step = int(steps[int(np.argmax([res.step_scores[s] for s in steps]))])

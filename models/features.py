@@ -216,6 +216,12 @@ def example_from_result(res: PruneResult, text_ids: list[int], steps: list[int],
                    keyframe_steps=steps, text_ngrams=text_ngrams)
 
 
+def make_example(res: PruneResult, text: str, steps: list[int], tokenizer: Tokenizer, cfg: ModelConfig) -> Example:
+    """A pruned keyframe sequence plus its instruction (ids, n-grams, drawn pixels as the config asks)."""
+    ids, ngrams = text_inputs(tokenizer, text)
+    return with_text_pixels(example_from_result(res, ids, steps, ngrams), text, cfg)
+
+
 def featurize_frames(frames: list[np.ndarray], cfg: ModelConfig, prune: bool = True) -> PruneResult:
     """Resize + patchify + prune (or keep all) keyframes with the config's working size and thresholds."""
     patches = frames_to_patches(frames, cfg.working_size, cfg.patch)
@@ -229,8 +235,7 @@ def featurize(traj: Trajectory, cfg: ModelConfig, tokenizer: Tokenizer, prune: b
     t1 = time.perf_counter()
     res = featurize_frames(frames, cfg, prune)
     t2 = time.perf_counter()
-    ids, ngrams = text_inputs(tokenizer, traj.instruction or "")
-    ex = with_text_pixels(example_from_result(res, ids, steps, ngrams), traj.instruction or "", cfg)
+    ex = make_example(res, traj.instruction or "", steps, tokenizer, cfg)
     ex.timings = {"decode": t1 - t0, "prune": t2 - t1}
     return ex
 

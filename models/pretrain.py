@@ -30,9 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from models.config import FEATURE_VERSION, ModelConfig
-from models.features import (Example, example_from_result, featurize_frames, make_batch, text_inputs,
-                             with_text_pixels)
-from models.render import FontsMissing, find_fonts  # noqa: F401 -- FontsMissing is part of this module's API
+from models.features import Example, featurize_frames, make_batch, make_example
+from models.render import find_fonts
 from models.tokenizer import Tokenizer
 
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -183,9 +182,7 @@ def _examples(maker: ScreenMaker, cfg: ModelConfig, tok: Tokenizer, n: int) -> t
     exs, ys = [], []
     for _ in range(n):
         s = maker.make()
-        res = featurize_frames([s.frame], cfg, prune=True)
-        ids, ngrams = text_inputs(tok, s.instruction)
-        exs.append(with_text_pixels(example_from_result(res, ids, [0], ngrams), s.instruction, cfg))
+        exs.append(make_example(featurize_frames([s.frame], cfg, prune=True), s.instruction, [0], tok, cfg))
         ys.append(s.success)
     return exs, ys
 

@@ -7,7 +7,8 @@ import json
 import numpy as np
 from gui_app.cli import main
 from models.config import ModelConfig
-from models.pretrain import ScreenMaker, find_fonts, templates_and_words, typo
+from models.pretrain import ScreenMaker, templates_and_words, typo
+from models.render import find_fonts
 
 INSTRUCTIONS = ['Click on the "okay" button.', 'Click on the "next" button.', 'Enter "Kasey" into the text field.',
                 'Type "Bob" in all upper case letters in the text input and press Submit.',
