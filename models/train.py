@@ -356,8 +356,13 @@ def basic_metrics(p: np.ndarray, y: np.ndarray, thr: float) -> dict:
     return {"n": int(len(y)), "accuracy": acc, "precision": prec, "recall": rec, "f1": f1}
 
 
-def _save(out: Path, ckpt: dict) -> None:
-    """Write ``OUT/checkpoint.pt`` atomically (a reader never sees half a file)."""
+def _save(out: Path, state: dict, cfg: ModelConfig, tok: Tokenizer, threshold: float, args: TrainArgs,
+          epoch: int) -> None:
+    """Write ``OUT/checkpoint.pt`` (weights, config, tokenizer, threshold, recipe) atomically: a reader never
+    sees half a file."""
+    ckpt = {"state_dict": state, "config": asdict(cfg), "feature_version": FEATURE_VERSION,
+            "tokenizer": tok.to_dict(), "threshold": threshold, "prune": args.prune, "train_args": asdict(args),
+            "epoch": epoch}
     tmp = out / "checkpoint.pt.tmp"
     torch.save(ckpt, tmp)
     tmp.replace(out / "checkpoint.pt")
@@ -480,9 +485,7 @@ def train(args: TrainArgs, log=print) -> dict:
             best = {"score": score, "epoch": epoch + 1, "state": {k: v.clone() for k, v in net.state_dict().items()}}
             stale = 0
             # The best so far is on disk at once: a run stopped early (or killed) still leaves its best epoch.
-            _save(out, {"state_dict": best["state"], "config": asdict(cfg), "feature_version": FEATURE_VERSION,
-                        "tokenizer": tok.to_dict(), "threshold": thr, "prune": args.prune,
-                        "train_args": asdict(args), "epoch": epoch + 1})
+            _save(out, best["state"], cfg, tok, thr, args, epoch + 1)
         else:
             stale += 1
             if stale >= args.patience:
@@ -495,9 +498,7 @@ def train(args: TrainArgs, log=print) -> dict:
     p, _ = predict(net, val_recs, tok, cfg)
     thr = choose_threshold(p, y_val)
     val_m = basic_metrics(p, y_val, thr)
-    _save(out, {"state_dict": net.state_dict(), "config": asdict(cfg), "feature_version": FEATURE_VERSION,
-                "tokenizer": tok.to_dict(), "threshold": thr, "prune": args.prune, "train_args": asdict(args),
-                "epoch": best["epoch"]})
+    _save(out, net.state_dict(), cfg, tok, thr, args, best["epoch"])
     metrics = {"best_epoch": best["epoch"], "threshold": thr, "val": val_m, "history": history,
                "n_train": len(train_recs), "n_val": len(val_recs), "tokens_kept_train": kept,
                "num_params": net.num_params(), "seconds": time.time() - t_start, "decode_errors": errors,
