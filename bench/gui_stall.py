@@ -151,6 +151,14 @@ def run_until(app, done, timeout_s: float) -> bool:
     return True
 
 
+def add_beats(fig: Figures, phase: str, stats: dict) -> None:
+    """The heartbeat figures of one phase (scan or score)."""
+    fig.add(f"{phase}_max_gui_stall", stats["stall_ms"], "ms")
+    fig.add(f"{phase}_p99_heartbeat_gap", stats["p99_gap_ms"], "ms")
+    fig.add(f"{phase}_gui_cpu_in_worst_gap", stats["cpu_in_worst_ms"], "ms")
+    fig.add(f"{phase}_max_gui_cpu_between_beats", stats["max_cpu_ms"], "ms")
+
+
 def main() -> int:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=None, help="trajectories to scan (default 10,000; --quick 1,000)")
@@ -197,10 +205,7 @@ def main() -> int:
     rows = win.library.model.rowCount()
     fig.add("scan_trajectories", rows)
     fig.add("scan_seconds", scan_s, "s")
-    fig.add("scan_max_gui_stall", scan["stall_ms"], "ms")
-    fig.add("scan_p99_heartbeat_gap", scan["p99_gap_ms"], "ms")
-    fig.add("scan_gui_cpu_in_worst_gap", scan["cpu_in_worst_ms"], "ms")
-    fig.add("scan_max_gui_cpu_between_beats", scan["max_cpu_ms"], "ms")
+    add_beats(fig, "scan", scan)
     if not ok or rows != n:
         log(f"scan did not complete: {rows} rows")
         status = 1
@@ -234,10 +239,7 @@ def main() -> int:
     scored = win.scanner.catalog.count("", {"scored": True})
     fig.add("score_trajectories", scored)
     fig.add("score_seconds", score_s, "s")
-    fig.add("score_max_gui_stall", score["stall_ms"], "ms")
-    fig.add("score_p99_heartbeat_gap", score["p99_gap_ms"], "ms")
-    fig.add("score_gui_cpu_in_worst_gap", score["cpu_in_worst_ms"], "ms")
-    fig.add("score_max_gui_cpu_between_beats", score["max_cpu_ms"], "ms")
+    add_beats(fig, "score", score)
     if not ok or scored != score_n:
         log(f"scoring did not complete: {scored} scored; messages: {win.notifier.history[-3:]}")
         status = 1
