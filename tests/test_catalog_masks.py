@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 
 from gui_app.core.catalog import SCHEMA_VERSION, Catalog, pack_masks, unpack_masks
 from gui_app.core.errors import CatalogError
+from tests.catalog_db import old_catalog
 
 
 def _masks(seed: int = 0) -> list[np.ndarray]:
@@ -48,14 +48,8 @@ def test_masks_survive_reopening_the_catalog(tmp_path: Path):
 
 
 def test_version_2_catalog_gains_mask_columns_and_keeps_scores(tmp_path: Path):
-    from gui_app.core.catalog import MIGRATIONS, _statements
-
     db = tmp_path / "v2.sqlite"
-    conn = sqlite3.connect(db, isolation_level=None)
-    for script in MIGRATIONS[:2]:
-        for statement in _statements(script):
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 2")
+    conn = old_catalog(db, 2)
     conn.execute("INSERT INTO scores (key, p_success, step_scores, scored_at) VALUES ('/x', 0.75, '[0.5]', 0)")
     conn.close()
     with Catalog(db) as cat:

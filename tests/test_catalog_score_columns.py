@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from gui_app.core.catalog import SCHEMA_VERSION, Catalog
+from tests.catalog_db import old_catalog
 from tests.gui.library_fixtures import make_library, write_native
 
 
@@ -60,14 +61,8 @@ def test_scores_follow_scores_rescans_and_removals(tmp_path: Path):
 
 
 def test_version_3_catalog_copies_its_scores_into_the_rows(tmp_path: Path):
-    from gui_app.core.catalog import MIGRATIONS, _statements
-
     db = tmp_path / "v3.sqlite"
-    conn = sqlite3.connect(db, isolation_level=None)
-    for script in MIGRATIONS[:3]:
-        for statement in _statements(script):
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 3")
+    conn = old_catalog(db, 3)
     conn.execute("INSERT INTO trajectories (key, id, path, instruction, success, scanned_at) "
                  "VALUES ('/x', 'x', '/x', 'kept', 1, 0), ('/y', 'y', '/y', 'unscored', 0, 0)")
     conn.execute("INSERT INTO scores (key, p_success, first_error_step, scored_at) VALUES ('/x', 0.75, 3, 0)")

@@ -1,0 +1,19 @@
+"""A catalog database as an older Rollscope left it, to test upgrades."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+
+def old_catalog(db: Path, version: int) -> sqlite3.Connection:
+    """A catalog at schema ``version``: only the first ``version`` migration files applied; the caller inserts
+    its rows and closes the connection."""
+    from gui_app.core.catalog import MIGRATIONS, _statements
+
+    conn = sqlite3.connect(db, isolation_level=None)
+    for script in MIGRATIONS[:version]:
+        for statement in _statements(script):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {int(version)}")
+    return conn
