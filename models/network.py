@@ -219,10 +219,8 @@ OUTPUT_NAMES = ("success_logit", "frame_logits")
 def input_names(cfg: ModelConfig) -> tuple[str, ...]:
     """The network's inputs, in call order, for ``cfg`` (``text_ngrams`` only when n-grams are on, the drawn
     instruction only when ``text_pixels``)."""
-    names = INPUT_NAMES + ("text_ngrams",)
-    if cfg.text_pixels:
-        names += ("text_pixels", "text_pixel_pos", "text_pixel_mask")
-    return names if cfg.char_ngrams else tuple(n for n in names if n != "text_ngrams")
+    return (INPUT_NAMES + (("text_ngrams",) if cfg.char_ngrams else ())
+            + (("text_pixels", "text_pixel_pos", "text_pixel_mask") if cfg.text_pixels else ()))
 
 
 def build(cfg: ModelConfig) -> RewardNet:
