@@ -48,6 +48,10 @@ class ModelConfig:
         text_pixels: also feed the instruction drawn in pixels (Arial-metric type, :mod:`models.render`) as
             patch tokens through the same patch embedding as the screen: words on screen can then be matched
             glyph for glyph, for any word, instead of learning what each word id looks like.
+        word_match: give every visual token two word-match scores (:mod:`models.grounding`: the instruction's
+            quoted terms and content words drawn in the screen's face and matched on the keyframe by normalised
+            cross-correlation, outside the graph like pruning), added to its embedding by a learnt projection:
+            the network is told where the named words are written instead of having to learn to read.
         vocab_size: instruction vocabulary size (set from the tokenizer).
         max_text_len: instruction tokens kept (longer instructions are truncated).
         d_model: transformer width.
@@ -72,6 +76,7 @@ class ModelConfig:
     ngrams_per_word: int = 12
     mil_head: bool = False
     text_pixels: bool = False
+    word_match: bool = False
     vocab_size: int = 1024
     max_text_len: int = 48
     d_model: int = 192

@@ -122,6 +122,7 @@ class Record:
         error_frame: keyframe index of the first error (None when unknown or a success).
         meta: manifest fields (id, task, split, negative_kind, ...).
         steps: the step index of each keyframe.
+        match: ``(K, 2)`` float32 word-match scores of the patches (None unless the config asks for them).
     """
 
     patches: np.ndarray
@@ -134,6 +135,79 @@ class Record:
     error_frame: int | None
     meta: dict
     steps: list[int] = field(default_factory=list)
+    match: np.ndarray | None = None
+
+
+def match_file(cache_dir: str | Path, cfg: ModelConfig, example_id: str, instruction: str, prune: bool) -> Path:
+    """Where the word-match maps of one example (for one instruction, pruned or not) are cached."""
+    from models.grounding import MAX_TERMS, SIZES
+
+    h = hashlib.sha1(json.dumps([instruction, SIZES, MAX_TERMS, prune]).encode()).hexdigest()[:10]
+    return Path(cache_dir) / feature_key(cfg) / "match" / f"{_safe(example_id)}-{h}.npy"
+
+
+def _match_job(job: tuple[str, str, str, int, bool]) -> str | None:
+    """Compute one example's match maps from its cached patches (a process-pool task); an error text or None."""
+    from models.grounding import match_maps
+
+    feat, out, text, patch, prune = job
+    try:
+        with np.load(feat) as z:
+            patches, masks = z["patches"], z["masks"]
+        maps = match_maps(patches, text, patch, masks if prune else None).astype(np.float16)
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(out).with_suffix(".tmp.npy")
+        np.save(tmp, maps)
+        tmp.replace(out)
+    except (OSError, ValueError, KeyError) as exc:
+        return f"{feat}: {exc}"
+    return None
+
+
+def build_match_cache(df: pl.DataFrame, cfg: ModelConfig, cache_dir: str | Path, prune: bool = True,
+                      workers: int = 1, progress: Callable[[int, int], None] | None = None) -> dict[str, str]:
+    """Word-match maps (:mod:`models.grounding`) for every row of ``df`` whose features are cached, computed
+    once per (example, instruction) from the cached patches; returns ``{id: error}``. ``workers`` > 1 uses
+    that many processes (matching is CPU-bound OpenCV work)."""
+    jobs, ids = [], []
+    for row in df.select("id", "instruction").to_dicts():
+        feat = cache_file(cache_dir, cfg, row["id"])
+        out = match_file(cache_dir, cfg, row["id"], row["instruction"] or "", prune)
+        if feat.is_file() and not out.is_file():
+            jobs.append((str(feat), str(out), row["instruction"] or "", cfg.patch, prune))
+            ids.append(row["id"])
+    errors: dict[str, str] = {}
+    if workers > 1 and len(jobs) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            results = pool.map(_match_job, jobs, chunksize=8)
+            for i, (rid, err) in enumerate(zip(ids, results)):
+                if err:
+                    errors[rid] = err
+                if progress is not None:
+                    progress(i + 1, len(jobs))
+    else:
+        for i, (rid, job) in enumerate(zip(ids, jobs)):
+            if err := _match_job(job):
+                errors[rid] = err
+            if progress is not None:
+                progress(i + 1, len(jobs))
+    return errors
+
+
+def match_for(rec: Record, instruction: str, cfg: ModelConfig, cache_dir: str | Path, prune: bool = True
+              ) -> np.ndarray:
+    """``(K, 2)`` match scores of ``rec``'s patches for another ``instruction`` (an online negative's), computed
+    from the cached features on first use and cached like :func:`build_match_cache`'s."""
+    rid = str(rec.meta.get("id"))
+    mf = match_file(cache_dir, cfg, rid, instruction, prune)
+    if not mf.is_file() and (err := _match_job((str(cache_file(cache_dir, cfg, rid)), str(mf), instruction,
+                                                cfg.patch, prune))):
+        raise ValueError(err)
+    maps = np.load(mf).astype(np.float32)
+    p = rec.positions
+    return maps[p[:, 0], p[:, 1], p[:, 2]]
 
 
 def error_keyframe(first_error_step: int | None, steps: list[int]) -> int | None:
@@ -147,7 +221,8 @@ def error_keyframe(first_error_step: int | None, steps: list[int]) -> int | None
 
 
 def load_records(df: pl.DataFrame, cfg: ModelConfig, cache_dir: str | Path, prune: bool = True) -> list[Record]:
-    """Records for the rows of ``df`` whose features are cached (rows that failed to decode are skipped)."""
+    """Records for the rows of ``df`` whose features are cached (rows that failed to decode are skipped; with
+    ``cfg.word_match``, also rows whose match maps are not cached: run :func:`build_match_cache` first)."""
     out = []
     for row in df.to_dicts():
         f = cache_file(cache_dir, cfg, row["id"])
@@ -155,6 +230,12 @@ def load_records(df: pl.DataFrame, cfg: ModelConfig, cache_dir: str | Path, prun
             continue
         with np.load(f) as z:
             patches, masks, steps = z["patches"], z["masks"], z["steps"].tolist()
+        match = None
+        if cfg.word_match:
+            mf = match_file(cache_dir, cfg, row["id"], row["instruction"] or "", prune)
+            if not mf.is_file():
+                continue  # build_match_cache failed for it (reported there)
+            match = np.load(mf).astype(np.float32)
         if not prune:
             masks = np.ones_like(masks)
         fe = row.get("first_error_step")
@@ -166,5 +247,5 @@ def load_records(df: pl.DataFrame, cfg: ModelConfig, cache_dir: str | Path, prun
                           error_frame=None if success else error_keyframe(fe, steps),
                           meta={k: row.get(k) for k in ("id", "task", "split", "negative_kind", "mistake_type",
                                                         "path", "first_error_step", "n_steps")},
-                          steps=steps))
+                          steps=steps, match=None if match is None else match[masks]))
     return out

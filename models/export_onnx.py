@@ -33,6 +33,7 @@ DYNAMIC_AXES = {
     "text_pixels": {0: "batch", 1: "pixels"},
     "text_pixel_pos": {0: "batch", 1: "pixels"},
     "text_pixel_mask": {0: "batch", 1: "pixels"},
+    "token_match": {0: "batch", 1: "tokens"},
     "success_logit": {0: "batch"},
     "frame_logits": {0: "batch", 1: "frames"},
 }
@@ -80,6 +81,8 @@ def sample_batch(cfg: ModelConfig, batch: int = 2, frames: int = 3, tokens_per_f
         out["text_pixel_mask"] = np.ones((batch, text + 2), dtype=bool)
         if batch > 1:
             out["text_pixel_mask"][-1, 1:] = False
+    if cfg.word_match:
+        out["token_match"] = rng.uniform(0, 1, (batch, n, 2)).astype(np.float32)
     if batch > 1:  # last example: one frame and some tokens and words fewer
         out["token_mask"][-1, n - tokens_per_frame:] = False
         out["text_mask"][-1, text // 2:] = False

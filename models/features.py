@@ -170,6 +170,7 @@ class Example:
         text_ngrams: per instruction id, its character n-gram ids (None when the tokenizer has no n-grams).
         text_pixels: ``(P, D)`` uint8 patches of the instruction drawn in pixels (None unless the config asks).
         text_pixel_pos: ``(P, 2)`` int64 (row, col) of those patches.
+        match: ``(K, 2)`` float32 word-match scores of the kept patches (None unless ``cfg.word_match``).
     """
 
     patches: np.ndarray
@@ -184,6 +185,7 @@ class Example:
     text_ngrams: list[list[int]] | None = None
     text_pixels: np.ndarray | None = None
     text_pixel_pos: np.ndarray | None = None
+    match: np.ndarray | None = None
 
     @property
     def tokens_kept(self) -> int:
@@ -209,6 +211,19 @@ def with_text_pixels(ex: Example, text: str, cfg: ModelConfig) -> Example:
     return ex
 
 
+def with_word_match(ex: Example, patches: np.ndarray, masks: np.ndarray, text: str, cfg: ModelConfig) -> Example:
+    """``ex`` with the word-match scores of its kept patches attached, when ``cfg.word_match`` (in place).
+
+    Args:
+        patches: ``(T, R, C, D)`` all keyframe patches; ``masks``: ``(T, R, C)`` the kept ones (``ex``'s order).
+    """
+    if cfg.word_match:
+        from models.grounding import match_maps
+
+        ex.match = match_maps(patches, text, cfg.patch, masks)[masks]
+    return ex
+
+
 def example_from_result(res: PruneResult, text_ids: list[int], steps: list[int],
                         text_ngrams: list[list[int]] | None = None) -> Example:
     return Example(patches=res.patches[res.masks], positions=res.positions(), n_frames=int(res.masks.shape[0]),
@@ -219,7 +234,8 @@ def example_from_result(res: PruneResult, text_ids: list[int], steps: list[int],
 def make_example(res: PruneResult, text: str, steps: list[int], tokenizer: Tokenizer, cfg: ModelConfig) -> Example:
     """A pruned keyframe sequence plus its instruction (ids, n-grams, drawn pixels as the config asks)."""
     ids, ngrams = text_inputs(tokenizer, text)
-    return with_text_pixels(example_from_result(res, ids, steps, ngrams), text, cfg)
+    ex = with_text_pixels(example_from_result(res, ids, steps, ngrams), text, cfg)
+    return with_word_match(ex, res.patches, res.masks, text, cfg)
 
 
 def featurize_frames(frames: list[np.ndarray], cfg: ModelConfig, prune: bool = True) -> PruneResult:
@@ -282,4 +298,11 @@ def make_batch(examples: list[Example]) -> dict[str, np.ndarray]:
                 pix_pos[i, :k] = e.text_pixel_pos
                 pix_mask[i, :k] = True
         out.update(text_pixels=pix, text_pixel_pos=pix_pos, text_pixel_mask=pix_mask)
+    if any(e.match is not None for e in examples):
+        ch = next(e.match for e in examples if e.match is not None).shape[1]
+        match = np.zeros((b, n, ch), np.float32)  # padding tokens and examples without scores: 0
+        for i, e in enumerate(examples):
+            if e.match is not None:
+                match[i, : len(e.match)] = e.match
+        out["token_match"] = match
     return out

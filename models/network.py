@@ -9,6 +9,8 @@ Shapes (B batch, N kept visual tokens, L instruction tokens, T keyframes, D = pa
 * ``frame_mask``  (B, T) bool: True for real keyframes;
 * ``text_ngrams`` (B, L, G) int64, only when ``cfg.char_ngrams`` > 0: each instruction word's hashed character
   n-gram ids (0 = padding), summed into the word's embedding.
+* ``token_match`` (B, N, 2) float32, only when ``cfg.word_match``: each kept patch's word-match scores
+  (:mod:`models.grounding`), projected and added to its embedding.
 
 Outputs: ``success_logit`` (B,) and ``frame_logits`` (B, T): a logit per keyframe for "the run first deviates
 here" (padding frames get -1e9, so a softmax over T is the first-deviation distribution).
@@ -26,6 +28,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.config import ModelConfig
+
+MATCH_CHANNELS = 2  # models.grounding.CHANNELS (not imported: the network needs no OpenCV)
 
 _NEG = -1e9
 
@@ -117,6 +121,7 @@ class RewardNet(nn.Module):
             self.pix_y = nn.Embedding(16, d)
             self.pix_x = nn.Embedding(cfg.max_grid, d)
             self.pix_type = nn.Parameter(torch.zeros(d))
+        self.match_embed = nn.Linear(MATCH_CHANNELS, d) if cfg.word_match else None
         self.type_embed = nn.Embedding(3, d)  # 0 CLS, 1 text, 2 visual
         self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
@@ -147,7 +152,8 @@ class RewardNet(nn.Module):
                          text_ids: torch.Tensor, text_mask: torch.Tensor,
                          text_ngrams: torch.Tensor | None = None, text_pixels: torch.Tensor | None = None,
                          text_pixel_pos: torch.Tensor | None = None,
-                         text_pixel_mask: torch.Tensor | None = None) -> torch.Tensor:
+                         text_pixel_mask: torch.Tensor | None = None,
+                         token_match: torch.Tensor | None = None) -> torch.Tensor:
         """Encode the joint sequence; returns (B, 1 + L + N, d)."""
         cfg = self.cfg
         b = tokens.shape[0]
@@ -156,6 +162,8 @@ class RewardNet(nn.Module):
         y_idx = pos[..., 1].clamp(max=cfg.max_grid - 1)
         x_idx = pos[..., 2].clamp(max=cfg.max_grid - 1)
         vis = self.patch_embed(tokens) + self.pos_t(t_idx) + self.pos_y(y_idx) + self.pos_x(x_idx)  # (B, N, d)
+        if self.match_embed is not None and token_match is not None:
+            vis = vis + self.match_embed(token_match)  # (B, N, d)
         vis = vis + self.type_embed.weight[2]
         text_pos = torch.arange(text_ids.shape[1], device=text_ids.device).clamp(max=cfg.max_text_len - 1)
         txt = self.text_embed(text_ids.clamp(0, cfg.vocab_size - 1)) + self.text_pos(text_pos)[None]  # (B, L, d)
@@ -206,9 +214,10 @@ class RewardNet(nn.Module):
                 text_ids: torch.Tensor, text_mask: torch.Tensor, frame_mask: torch.Tensor,
                 text_ngrams: torch.Tensor | None = None, text_pixels: torch.Tensor | None = None,
                 text_pixel_pos: torch.Tensor | None = None,
-                text_pixel_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                text_pixel_mask: torch.Tensor | None = None,
+                token_match: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.forward_features(tokens, positions, token_mask, text_ids, text_mask, text_ngrams, text_pixels,
-                                  text_pixel_pos, text_pixel_mask)
+                                  text_pixel_pos, text_pixel_mask, token_match)
         return self.forward_head(x, positions, token_mask, frame_mask)
 
 
@@ -218,9 +227,10 @@ OUTPUT_NAMES = ("success_logit", "frame_logits")
 
 def input_names(cfg: ModelConfig) -> tuple[str, ...]:
     """The network's inputs, in call order, for ``cfg`` (``text_ngrams`` only when n-grams are on, the drawn
-    instruction only when ``text_pixels``)."""
+    instruction only when ``text_pixels``, ``token_match`` only when ``word_match``)."""
     return (INPUT_NAMES + (("text_ngrams",) if cfg.char_ngrams else ())
-            + (("text_pixels", "text_pixel_pos", "text_pixel_mask") if cfg.text_pixels else ()))
+            + (("text_pixels", "text_pixel_pos", "text_pixel_mask") if cfg.text_pixels else ())
+            + (("token_match",) if cfg.word_match else ()))
 
 
 def build(cfg: ModelConfig) -> RewardNet:

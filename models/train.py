@@ -20,7 +20,8 @@ import math
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,10 +29,14 @@ import torch
 import torch.nn.functional as F
 
 from models.config import FEATURE_VERSION, ModelConfig
-from models.data import Record, build_cache, error_keyframe, load_records, read_manifest
+from models.data import (Record, build_cache, build_match_cache, error_keyframe, load_records, match_for,
+                         read_manifest)
 from models.features import Example, make_batch, text_inputs, with_text_pixels
 from models.network import RewardNet, input_names
 from models.tokenizer import Tokenizer
+
+
+Matcher = Callable[[Record, str], np.ndarray]  # (record, instruction) -> (K, 2) word-match scores
 
 
 @dataclass
@@ -71,7 +76,7 @@ def seed_everything(seed: int) -> None:
 def augment(rec: Record, ids: list[int], ngrams: list[list[int]] | None, rng: np.random.Generator,
             cfg: ModelConfig, err: int | None) -> tuple[Example, int | None]:
     """A randomly perturbed copy of a record as an :class:`Example`, with its (shifted) error keyframe."""
-    patches, pos, t = rec.patches, rec.positions.copy(), rec.n_frames
+    patches, pos, t, match = rec.patches, rec.positions.copy(), rec.n_frames, rec.match
     # A harmless no-op step: an unchanged screen prunes to a single token, inserted after a random frame.
     if t < cfg.max_frames and rng.random() < 0.3:
         j = int(rng.integers(1, t + 1))  # new frame index
@@ -83,6 +88,8 @@ def augment(rec: Record, ids: list[int], ngrams: list[list[int]] | None, rng: np
         at = int(np.searchsorted(pos[:, 0], j))
         patches = np.insert(patches, at, patches[src], axis=0)
         pos = np.insert(pos, at, new_pos, axis=0)
+        if match is not None:
+            match = np.insert(match, at, match[src], axis=0)
         t += 1
         if err is not None and err >= j:
             err += 1
@@ -92,6 +99,7 @@ def augment(rec: Record, ids: list[int], ngrams: list[list[int]] | None, rng: np
         first = np.unique(pos[:, 0], return_index=True)[1]
         keep[first] = True
         patches, pos = patches[keep], pos[keep]
+        match = None if match is None else match[keep]
     # Layout shift of up to one patch.
     if rng.random() < 0.3:
         dy, dx = rng.integers(-1, 2, size=2)
@@ -103,7 +111,7 @@ def augment(rec: Record, ids: list[int], ngrams: list[list[int]] | None, rng: np
         ids = [w for w, k in zip(ids, keep_w) if k]
         ngrams = None if ngrams is None else [g for g, k in zip(ngrams, keep_w) if k]
     ex = Example(patches=patches, positions=pos, n_frames=t, text_ids=ids, grid=rec.grid,
-                 tokens_total=rec.tokens_total, text_ngrams=ngrams)
+                 tokens_total=rec.tokens_total, text_ngrams=ngrams, match=match)
     return ex, err
 
 
@@ -142,32 +150,40 @@ class Item:
         return len(self.rec.positions)
 
 
-def _view(item: Item) -> tuple[Record, str, int | None]:
-    """The (possibly truncated) record, instruction and error keyframe an item stands for."""
+def _view(item: Item, matcher: Matcher | None = None) -> tuple[Record, str, int | None]:
+    """The (possibly truncated) record, instruction and error keyframe an item stands for; with ``matcher``,
+    the record's match scores are those of the item's instruction."""
     r = item.rec
     err = r.error_frame if item.success is None else item.error_frame
+    text = item.instruction if item.instruction is not None else r.instruction
+    if matcher is not None and r.match is not None and text != r.instruction:
+        r = replace(r, match=matcher(r, text))
     if item.keep_frames is not None and item.keep_frames < r.n_frames:
         sel = r.positions[:, 0] < item.keep_frames
         r = Record(patches=r.patches[sel], positions=r.positions[sel], n_frames=item.keep_frames, grid=r.grid,
                    tokens_total=r.tokens_total * item.keep_frames // max(1, r.n_frames),
                    instruction=r.instruction, success=False, error_frame=err, meta=r.meta,
-                   steps=r.steps[: item.keep_frames])
-    return r, item.instruction if item.instruction is not None else r.instruction, err
+                   steps=r.steps[: item.keep_frames], match=None if r.match is None else r.match[sel])
+    return r, text, err
 
 
-def to_batch(items: list[Item] | list[Record], tok: Tokenizer, cfg: ModelConfig, rng: np.random.Generator | None
-             ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
-    """Items (or records) -> (named input tensors, success labels (B,), error keyframe (B,) with -1 for none)."""
+def to_batch(items: list[Item] | list[Record], tok: Tokenizer, cfg: ModelConfig, rng: np.random.Generator | None,
+             matcher: Matcher | None = None) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Items (or records) -> (named input tensors, success labels (B,), error keyframe (B,) with -1 for none).
+
+    ``matcher(record, instruction)`` gives a record's word-match scores for an online negative's instruction
+    (needed when ``cfg.word_match`` and items carry instructions of their own).
+    """
     items = [i if isinstance(i, Item) else Item(i) for i in items]
     exs, errs = [], []
     for it in items:
-        r, text, err = _view(it)
+        r, text, err = _view(it, matcher)
         ids, ngrams = text_inputs(tok, text)
         if rng is not None:
             ex, err = augment(r, ids, ngrams, rng, cfg, err)
         else:
             ex = Example(patches=r.patches, positions=r.positions, n_frames=r.n_frames, text_ids=ids, grid=r.grid,
-                         tokens_total=r.tokens_total, text_ngrams=ngrams)
+                         tokens_total=r.tokens_total, text_ngrams=ngrams, match=r.match)
         exs.append(with_text_pixels(ex, text, cfg))
         errs.append(-1 if err is None else err)
     b = make_batch(exs)
@@ -395,6 +411,18 @@ def train(args: TrainArgs, log=print) -> dict:
     bar.close()
     if errors:
         log(f"{len(errors)} trajectories could not be decoded (skipped); first: {next(iter(errors.items()))}")
+    matcher = None
+    if cfg.word_match:
+        todo = df.filter(df["split"].is_in(["train", "val"]))
+        bar = tqdm(total=len(todo), desc="word match", file=sys.stderr, leave=False, dynamic_ncols=True)
+        m_err = build_match_cache(todo, cfg, cache_dir, prune=args.prune, workers=args.threads,
+                                  progress=lambda i, n: bar.update(1))
+        bar.close()
+        if m_err:
+            log(f"{len(m_err)} match maps failed (skipped); first: {next(iter(m_err.items()))}")
+
+        def matcher(rec: Record, text: str) -> np.ndarray:
+            return match_for(rec, text, cfg, cache_dir, args.prune)
     splits = {s: df.filter(df["split"] == s) for s in ("train", "val")}
     train_df = splits["train"]
     if args.max_train:
@@ -457,7 +485,7 @@ def train(args: TrainArgs, log=print) -> dict:
         for group in pbar:
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
-            inputs, y, e = to_batch(group, tok, cfg, rng if args.augment else None)
+            inputs, y, e = to_batch(group, tok, cfg, rng if args.augment else None, matcher)
             sl, fl = net(**inputs)
             loss = loss_fn(sl, fl, y, e, pos_weight, args.frame_loss_weight)
             opt.zero_grad(set_to_none=True)

@@ -1,0 +1,154 @@
+"""Word match maps: where on each keyframe the instruction's words are written (outside the graph, like pruning).
+
+A from-scratch network given a few thousand runs does not learn to read (measured: see the model card). What
+it needs from reading is small: *is the word the instruction names on this patch?* That is answered here
+without learning: each instruction term is drawn in the screen's face (:func:`models.render.draw_word`) at a
+few sizes and matched on the grayscale keyframe by normalised cross-correlation (OpenCV ``matchTemplate``);
+every patch gets the best score of a match whose box covers it. The network receives two numbers per kept
+token, added to its embedding through a learnt projection:
+
+- channel 0: the best match of a *quoted* term (``"Submit"``: the instruction's explicit target), tried as
+  written, in lower and in upper case;
+- channel 1: the best match of any other content word of the instruction (names, labels without quotes).
+
+Scores are clipped to [0, 1]. Numpy + OpenCV + Pillow, no torch (the ONNX runtime path uses it).
+
+Type sizes: a match is sharp in size (a word drawn 2 px off scores ~0.4 instead of ~0.9), so the terms are drawn
+at the sizes web pages use at a 2x device scale: 20 px (10 px body text: links, tree items, lists), 26 and 28 px
+(13.33 px inputs and buttons). Median best score of the named word on recorded MiniWoB runs, by size 18/20/22:
+navigate-tree 0.43/0.88/0.41, click-link 0.52/0.70/0.48; by 24/26/28: enter-text 0.44/0.83/0.75,
+use-autocomplete 0.52/0.86/0.95. Screens at other scales get weaker scores (a known limit, in the model card).
+"""
+
+from __future__ import annotations
+
+import re
+
+import cv2
+import numpy as np
+
+from models.render import draw_word
+
+CHANNELS = 2
+SIZES = (20, 26, 28)  # px: body, input and button text of 2x-scaled pages (MiniWoB: measured peaks, see below)
+MAX_TERMS = 6
+_QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d')
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'#\-]*")
+# Function words carry nothing to find on a screen; generic English, not tuned to any task.
+_STOP = frozenset("""a an and are as at be by for from in into is it its of on or that the then this to with
+your you all any both each""".split())
+
+
+def instruction_terms(text: str, max_terms: int = MAX_TERMS) -> tuple[list[str], list[str]]:
+    """``(quoted, words)``: the quoted phrases (with their lower/upper-case forms) and the other content words.
+
+    Duplicates (case-insensitive for words) are dropped; single characters are kept only when quoted (the
+    ``"x"`` of a close button). At most ``max_terms`` in all, quoted first.
+    """
+    quoted: list[str] = []
+    for a, b in _QUOTED.findall(text or ""):
+        q = (a or b).strip()
+        for form in (q, q.lower(), q.upper()):
+            if form and form not in quoted:
+                quoted.append(form)
+    inside = {w.lower() for q in quoted for w in _WORD.findall(q)}
+    words: list[str] = []
+    seen: set[str] = set()
+    for w in _WORD.findall(_QUOTED.sub(" ", text or "")):
+        k = w.lower()
+        if len(w) < 2 or k in _STOP or k in seen or k in inside:
+            continue
+        seen.add(k)
+        words.append(w)
+    quoted = quoted[:max_terms]
+    return quoted, words[: max(0, max_terms - len(quoted))]
+
+
+def _coverage(score: np.ndarray, h: int, w: int, shape: tuple[int, int]) -> np.ndarray:
+    """Per pixel of a ``shape`` image: the best score of a template box (``h`` x ``w``) that covers it.
+
+    ``score`` holds the match of the box whose top-left corner is at each position (``matchTemplate``'s
+    layout); a max filter anchored at the box's bottom-right spreads it over the box.
+    """
+    full = np.zeros(shape, np.float32)
+    full[: score.shape[0], : score.shape[1]] = np.maximum(score, 0.0)
+    kernel = np.ones((h, w), np.uint8)
+    return cv2.dilate(full, kernel, anchor=(w - 1, h - 1), borderType=cv2.BORDER_CONSTANT, borderValue=0)
+
+
+def _term_map(gray: np.ndarray, term: str, sizes: tuple[int, ...]) -> np.ndarray:
+    best = np.zeros(gray.shape, np.float32)
+    for s in sizes:
+        tpl = draw_word(term, s)
+        h, w = tpl.shape
+        if h >= gray.shape[0] or w >= gray.shape[1] or tpl.min() == tpl.max():
+            continue
+        r = cv2.matchTemplate(gray, tpl, cv2.TM_CCOEFF_NORMED)
+        np.maximum(best, _coverage(np.nan_to_num(r, nan=0.0), h, w, gray.shape), out=best)
+    return best
+
+
+def _to_grid(m: np.ndarray, patch: int) -> np.ndarray:
+    r, c = m.shape[0] // patch, m.shape[1] // patch
+    return m[: r * patch, : c * patch].reshape(r, patch, c, patch).max(axis=(1, 3))
+
+
+def match_maps(patches: np.ndarray, text: str, patch: int, masks: np.ndarray | None = None,
+               sizes: tuple[int, ...] = SIZES, threads: int = 2) -> np.ndarray:
+    """``(T, R, C, CHANNELS)`` float32 word-match scores per patch of each keyframe.
+
+    Args:
+        patches: ``(T, R, C, patch*patch*3)`` uint8 keyframe patches (the pruning input, so the maps line up
+            with the token grid).
+        text: the instruction.
+        patch: patch side in pixels.
+        masks: optional ``(T, R, C)`` kept masks: frames with nothing kept are skipped, and each frame is
+            matched only around its kept patches (bands of their rows, plus a word's extent), which is most of
+            the saving on later frames where few patches changed. Kept patches score exactly as without masks;
+            patches away from kept ones get 0 (they are not tokens).
+        sizes: type sizes (px) the terms are drawn at.
+        threads: regions matched in parallel (OpenCV releases the GIL).
+    """
+    t, r, c, _ = patches.shape
+    out = np.zeros((t, r, c, CHANNELS), np.float32)
+    quoted, words = instruction_terms(text)
+    if not quoted and not words:
+        return out
+    img = patches.reshape(t, r, c, patch, patch, 3).transpose(0, 1, 3, 2, 4, 5).reshape(t, r * patch, c * patch, 3)
+    margin = (2 * max(sizes) + patch - 1) // patch  # a word box reaching a kept patch starts this near it
+    jobs = []  # (frame, r0, r1, c0, c1): regions to match, each holding every box that can cover its kept patches
+    for f in range(t):
+        if masks is None:
+            jobs.append((f, 0, r, 0, c))
+            continue
+        rows = np.flatnonzero(masks[f].any(axis=1))
+        # Rows of kept patches in bands: a gap wider than two margins starts a new band (a cursor that moved
+        # far and a changed form field are matched apart instead of through the whole screen between them).
+        for band in np.split(rows, np.flatnonzero(np.diff(rows) > 2 * margin) + 1) if len(rows) else []:
+            cols = np.flatnonzero(masks[f, band[0]: band[-1] + 1].any(axis=0))
+            jobs.append((f, max(0, band[0] - margin), min(r, band[-1] + 1 + margin),
+                         max(0, cols[0] - 3 * margin), min(c, cols[-1] + 1 + 3 * margin)))
+
+    def run(job: tuple[int, int, int, int, int]) -> np.ndarray:
+        _, r0, r1, c0, c1 = job
+        crop = np.ascontiguousarray(img[job[0], r0 * patch: r1 * patch, c0 * patch: c1 * patch])
+        gray = cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY)
+        grid = np.zeros((r1 - r0, c1 - c0, CHANNELS), np.float32)
+        for ch, terms in enumerate((quoted, words)):
+            if terms:
+                best = np.zeros(gray.shape, np.float32)
+                for term in terms:
+                    np.maximum(best, _term_map(gray, term, sizes), out=best)
+                grid[..., ch] = _to_grid(best, patch)
+        return grid
+
+    if threads > 1 and len(jobs) > 1:  # OpenCV releases the GIL: regions are matched side by side
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads) as pool:
+            grids = list(pool.map(run, jobs))
+    else:
+        grids = [run(job) for job in jobs]
+    for (f, r0, r1, c0, c1), grid in zip(jobs, grids):  # merged here: the bands of a frame may overlap
+        np.maximum(out[f, r0:r1, c0:c1], grid, out=out[f, r0:r1, c0:c1])
+    return out

@@ -1,0 +1,140 @@
+"""Word match maps: drawn instruction words found on real rendered frames, carried through features, batches,
+training records and the exported network. Real fonts, real OpenCV matching, real ONNX sessions."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import polars as pl
+import torch
+from PIL import Image, ImageDraw, ImageFont
+
+from gui_app.core import native
+from models.config import ModelConfig
+from models.data import Record, build_cache, build_match_cache, load_records, match_for, read_manifest
+from models.export_onnx import compare, export, sample_batch
+from models.features import featurize, make_batch
+from models.grounding import CHANNELS, instruction_terms, match_maps
+from models.network import RewardNet, input_names
+from models.pruning import frames_to_patches, prune
+from models.render import find_fonts
+from models.tokenizer import Tokenizer
+from models.train import Item, to_batch
+
+
+def _screen(words: dict[str, tuple[int, int]], size: int = 26, h: int = 320, w: int = 320) -> np.ndarray:
+    """A white RGB frame with each word drawn at its (x, y) in the screen face."""
+    img = Image.new("RGB", (w, h), (255, 255, 255))
+    font = ImageFont.truetype(find_fonts()[0], size)
+    d = ImageDraw.Draw(img)
+    for word, xy in words.items():
+        d.text(xy, word, font=font, fill=(20, 20, 20))
+    return np.asarray(img).copy()
+
+
+def _patches(frames: list[np.ndarray]) -> np.ndarray:
+    return frames_to_patches(frames, 320, 16)  # (T, 20, 20, 768): no resize at this size
+
+
+def test_instruction_terms_quoted_forms_and_content_words():
+    q, w = instruction_terms('Click on the "Next" button, then select Haiti and click Submit.')
+    assert q == ["Next", "next", "NEXT"]
+    assert w == ["Click", "button", "select"]  # 6 terms in all; "click" again is a duplicate, "then" a stop word
+    q, w = instruction_terms("Select Haiti from the list and click Submit.")
+    assert q == [] and w[:3] == ["Select", "Haiti", "list"] and "the" not in w and "and" not in w
+    q, w = instruction_terms('Close the dialog by clicking the "x".')
+    assert q == ["x", "X"]  # a quoted single character is kept (a close button), in both cases
+    assert instruction_terms("") == ([], [])
+
+
+def test_named_word_scores_high_where_it_is_written_and_absent_word_low():
+    frame = _screen({"Submit": (40, 200), "Cancel": (200, 60)})
+    maps = match_maps(_patches([frame]), 'Press "Submit" now', 16)
+    assert maps.shape == (1, 20, 20, CHANNELS) and maps.dtype == np.float32
+    q = maps[0, ..., 0]
+    r, c = np.unravel_index(np.argmax(q), q.shape)
+    assert q.max() > 0.95 and 12 <= r <= 14 and 2 <= c <= 7  # the word's box: y 200-230, x 40-125
+    assert q[3:5, 12:18].max() < 0.7  # "Cancel" is not "Submit"
+    absent = match_maps(_patches([frame]), 'Press "Delete" now', 16)[0, ..., 0]
+    assert absent.max() < 0.75
+    words = match_maps(_patches([frame]), "Select Cancel please", 16)[0]
+    assert words[..., 0].max() == 0.0 and words[3:6, 12:18, 1].max() > 0.95  # unquoted: channel 1
+
+
+def test_masks_restrict_matching_to_kept_regions_without_changing_their_scores():
+    a = _screen({"Submit": (40, 160)})
+    b = _screen({"Submit": (40, 160), "Okay": (220, 10), "Later": (20, 290)})  # changes at the top and bottom
+    patches = _patches([a, b])
+    res = prune([a, b], working_size=320)
+    text = 'Click "Okay", "Later" or "Submit"'
+    full = match_maps(patches, text, 16, threads=1)
+    cropped = match_maps(patches, text, 16, res.masks)
+    kept = res.masks
+    assert np.allclose(full[kept], cropped[kept], atol=1e-6)  # every kept token scores the same
+    assert cropped[1, 10:12, :, 0].max() == 0.0 < full[1, 10:12, :, 0].max()  # unchanged Submit: not matched
+    assert cropped[1, 0:3, 13:18, 0].max() > 0.95 and cropped[1, 18:20, 1:6, 0].max() > 0.95  # both new words
+
+
+def test_featurize_attaches_scores_of_kept_tokens_and_batches_them(syn_traj_dir):
+    traj = native.load(syn_traj_dir)
+    cfg = ModelConfig.tiny(word_match=True, max_grid=32)
+    tok = Tokenizer.build([traj.instruction], min_count=1, max_len=16)
+    ex = featurize(traj, cfg, tok)
+    assert ex.match is not None and ex.match.shape == (ex.tokens_kept, CHANNELS)
+    assert np.isfinite(ex.match).all() and (ex.match >= 0).all() and (ex.match <= 1).all()
+    batch = make_batch([ex, featurize(traj, cfg, tok, prune=False)])
+    assert batch["token_match"].shape == batch["tokens"].shape[:2] + (CHANNELS,)
+    assert (batch["token_match"][0, ex.tokens_kept:] == 0).all()  # padding scores 0
+    assert "token_match" not in make_batch([featurize(traj, ModelConfig.tiny(max_grid=32), tok)])
+
+
+def test_word_match_exports_and_the_scores_change_the_verdict(tmp_path):
+    cfg = ModelConfig.tiny(word_match=True, mil_head=True)
+    net = RewardNet(cfg)
+    assert export(net, tmp_path / "m.onnx")["max_abs_diff"] <= 1e-4
+    model = onnx.load(tmp_path / "m.onnx")
+    assert [i.name for i in model.graph.input] == list(input_names(cfg)) and "token_match" in input_names(cfg)
+    b = sample_batch(cfg, batch=3, frames=4, tokens_per_frame=5, text=5, seed=4)
+    assert compare((tmp_path / "m.onnx").read_bytes(), net.eval(), b) <= 1e-4
+    with torch.no_grad():
+        a = net(**{k: torch.from_numpy(b[k]) for k in input_names(cfg)})[0]
+        z = dict(b, token_match=np.zeros_like(b["token_match"]))
+        c = net(**{k: torch.from_numpy(z[k]) for k in input_names(cfg)})[0]
+    assert not torch.allclose(a, c)
+
+
+def test_match_cache_records_and_online_instructions(syn_dataset):
+    cfg = ModelConfig.tiny(word_match=True, max_grid=32)
+    df = read_manifest(syn_dataset)
+    cache = syn_dataset / "cache"
+    assert build_cache(df, cfg, cache) == {}
+    assert load_records(df, cfg, cache) == []  # no match maps yet: nothing is loaded without them
+    assert build_match_cache(df, cfg, cache, workers=2) == {}
+    recs = load_records(df, cfg, cache)
+    assert len(recs) == len(df)
+    for r in recs:
+        assert r.match is not None and r.match.shape == (len(r.positions), CHANNELS)
+    # the same maps as featurizing the trajectory directly (the runtime's path)
+    row = df.row(0, named=True)
+    ex = featurize(native.load(row["path"]), cfg, Tokenizer.build([row["instruction"]], min_count=1))
+    rec = next(r for r in recs if r.meta["id"] == row["id"])
+    assert np.allclose(rec.match, ex.match, atol=2e-3)  # float16 on disk
+    # an online negative's instruction gets its own maps, computed once and cached
+    other = match_for(rec, 'Click "Zebra"', cfg, cache)
+    assert other.shape == rec.match.shape
+    tok = Tokenizer.build(df["instruction"].to_list(), min_count=1)
+    inputs, y, _ = to_batch([Item(rec, instruction='Click "Zebra"', success=False, error_frame=0)], tok, cfg, None,
+                            lambda r, t: match_for(r, t, cfg, cache))
+    assert torch.allclose(inputs["token_match"][0], torch.from_numpy(other)) and y.tolist() == [0.0]
+    # unpruned records get maps matched over whole frames
+    assert build_match_cache(df, cfg, cache, prune=False) == {}
+    full = load_records(df.head(1), cfg, cache, prune=False)[0]
+    assert full.match.shape == (full.tokens_total, CHANNELS)
+
+
+def test_records_without_match_maps_are_left_alone_when_the_config_does_not_ask(syn_dataset):
+    cfg = ModelConfig.tiny(max_grid=32)
+    df = read_manifest(syn_dataset)
+    build_cache(df, cfg, syn_dataset / "cache")
+    recs = load_records(pl.DataFrame(df.head(2)), cfg, syn_dataset / "cache")
+    assert all(isinstance(r, Record) and r.match is None for r in recs)
