@@ -52,6 +52,11 @@ class ModelConfig:
             quoted terms and content words drawn in the screen's face and matched on the keyframe by normalised
             cross-correlation, outside the graph like pruning), added to its embedding by a learnt projection:
             the network is told where the named words are written instead of having to learn to read.
+        stats_head: add run statistics to the success logit with weights read from the CLS token (so they depend
+            on the instruction): the number of keyframes, the tokens kept in the last one and in all, and with
+            ``word_match`` the best word scores overall and in the last keyframe and the share of tokens scoring
+            above 0.8. Computed inside the graph from the usual inputs. A per-task logistic regression on these
+            few numbers reached 73% validation accuracy where the transformer alone stayed near 59% (model card).
         vocab_size: instruction vocabulary size (set from the tokenizer).
         max_text_len: instruction tokens kept (longer instructions are truncated).
         d_model: transformer width.
@@ -77,6 +82,7 @@ class ModelConfig:
     mil_head: bool = False
     text_pixels: bool = False
     word_match: bool = False
+    stats_head: bool = False
     vocab_size: int = 1024
     max_text_len: int = 48
     d_model: int = 192

@@ -129,7 +129,10 @@ class RewardNet(nn.Module):
         self.success_head = nn.Linear(d, 1)
         self.token_head = nn.Linear(d, 2) if cfg.mil_head else None
         self.frame_head = nn.Sequential(nn.Linear(2 * d, d), nn.GELU(), nn.Linear(d, 1))
+        self.stats_weights = nn.Linear(d, n_stats(cfg) + 1) if cfg.stats_head else None
         self.apply(self._init)
+        if self.stats_weights is not None:  # starts neutral: the statistics enter as they prove useful
+            nn.init.zeros_(self.stats_weights.weight)
         for name, p in self.named_parameters():
             if name.endswith("proj.weight") or name.endswith("mlp.2.weight"):
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layers))  # GPT-2 residual scaling
@@ -187,7 +190,8 @@ class RewardNet(nn.Module):
         return self.ln_f(x)
 
     def forward_head(self, x: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
-                     frame_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                     frame_mask: torch.Tensor, token_match: torch.Tensor | None = None
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, S, d) features -> success logit (B,), frame logits (B, T)."""
         n = positions.shape[1]
         cls = x[:, 0]  # (B, d)
@@ -208,6 +212,10 @@ class RewardNet(nn.Module):
             ev = torch.where(token_mask.unsqueeze(-1), ev, torch.full_like(ev, _NEG))
             pooled_ev = torch.logsumexp(ev, dim=1)  # (B, 2): soft maxima (their log N growth cancels below)
             success_logit = success_logit + pooled_ev[:, 0] - pooled_ev[:, 1]
+        if self.stats_weights is not None:
+            st = run_stats(positions, token_mask, frame_mask, token_match if self.cfg.word_match else None)
+            w = self.stats_weights(cls)  # (B, S + 1): the instruction decides what each statistic means
+            success_logit = success_logit + (w[:, :-1] * st).sum(dim=-1) + w[:, -1]
         return success_logit, frame_logits
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
@@ -218,7 +226,31 @@ class RewardNet(nn.Module):
                 token_match: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.forward_features(tokens, positions, token_mask, text_ids, text_mask, text_ngrams, text_pixels,
                                   text_pixel_pos, text_pixel_mask, token_match)
-        return self.forward_head(x, positions, token_mask, frame_mask)
+        return self.forward_head(x, positions, token_mask, frame_mask, token_match)
+
+
+def n_stats(cfg: ModelConfig) -> int:
+    """How many run statistics :func:`run_stats` gives for ``cfg``."""
+    return 3 + (5 if cfg.word_match else 0)
+
+
+def run_stats(positions: torch.Tensor, token_mask: torch.Tensor, frame_mask: torch.Tensor,
+              token_match: torch.Tensor | None) -> torch.Tensor:
+    """(B, S) statistics of a run: log(1 + keyframes), log(1 + tokens in the last keyframe), log(1 + tokens);
+    with word scores also their best overall (2 channels), best in the last keyframe (2) and the share of
+    tokens whose quoted-term score exceeds 0.8. Padding counts for nothing."""
+    tm = token_mask.to(torch.float32)  # (B, N)
+    n_frames = frame_mask.to(torch.float32).sum(dim=1)  # (B,)
+    last = (positions[..., 0].to(torch.float32) == (n_frames - 1).unsqueeze(1)).to(torch.float32) * tm  # (B, N)
+    n_tok = tm.sum(dim=1)
+    out = [torch.log1p(n_frames), torch.log1p(last.sum(dim=1)), torch.log1p(n_tok)]
+    if token_match is not None:
+        m = token_match * tm.unsqueeze(-1)  # (B, N, 2): scores are >= 0, so padding at 0 never wins a max
+        best = m.max(dim=1).values  # (B, 2)
+        best_last = (m * last.unsqueeze(-1)).max(dim=1).values  # (B, 2)
+        share = ((m[..., 0] > 0.8).to(torch.float32) * tm).sum(dim=1) / n_tok.clamp(min=1.0)
+        out += [best[:, 0], best[:, 1], best_last[:, 0], best_last[:, 1], share]
+    return torch.stack(out, dim=1)
 
 
 INPUT_NAMES = ("tokens", "positions", "token_mask", "text_ids", "text_mask", "frame_mask")

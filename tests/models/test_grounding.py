@@ -138,3 +138,35 @@ def test_records_without_match_maps_are_left_alone_when_the_config_does_not_ask(
     build_cache(df, cfg, syn_dataset / "cache")
     recs = load_records(pl.DataFrame(df.head(2)), cfg, syn_dataset / "cache")
     assert all(isinstance(r, Record) and r.match is None for r in recs)
+
+
+def test_run_stats_count_frames_tokens_and_best_scores_ignoring_padding():
+    from models.network import run_stats
+
+    positions = torch.tensor([[[0, 0, 0], [0, 1, 1], [1, 2, 2], [1, 3, 3], [0, 0, 0]]])  # last row: padding
+    token_mask = torch.tensor([[True, True, True, True, False]])
+    frame_mask = torch.tensor([[True, True, False]])  # two keyframes, one padding frame
+    match = torch.tensor([[[0.9, 0.1], [0.2, 0.3], [0.5, 0.6], [0.85, 0.2], [1.0, 1.0]]])
+    st = run_stats(positions, token_mask, frame_mask, match)[0]
+    want = [np.log1p(2), np.log1p(2), np.log1p(4), 0.9, 0.6, 0.85, 0.6, 2 / 4]
+    assert np.allclose(st.numpy(), want, atol=1e-6)
+    assert run_stats(positions, token_mask, frame_mask, None).shape == (1, 3)
+
+
+def test_stats_head_starts_neutral_exports_and_reads_its_weights_from_the_instruction(tmp_path):
+    cfg = ModelConfig.tiny(word_match=True, stats_head=True, mil_head=True)
+    torch.manual_seed(0)
+    net = RewardNet(cfg).eval()
+    b = sample_batch(cfg, batch=3, frames=4, tokens_per_frame=5, text=5, seed=5)
+    names = input_names(cfg)
+    plain = RewardNet(ModelConfig.tiny(word_match=True, mil_head=True)).eval()
+    plain.load_state_dict({k: v for k, v in net.state_dict().items() if not k.startswith("stats_weights")})
+    with torch.no_grad():
+        a = net(**{k: torch.from_numpy(b[k]) for k in names})[0]
+        assert torch.allclose(a, plain(**{k: torch.from_numpy(b[k]) for k in names})[0])  # neutral at init
+        net.stats_weights.weight.normal_(0, 0.5)  # trained: the statistics now move the verdict...
+        c = net(**{k: torch.from_numpy(b[k]) for k in names})[0]
+        other = dict(b, text_ids=np.roll(b["text_ids"], 1, axis=1))  # ...by weights that depend on the words
+        d = net(**{k: torch.from_numpy(other[k]) for k in names})[0]
+    assert not torch.allclose(a, c) and not torch.allclose(c, d)
+    assert export(net, tmp_path / "m.onnx")["max_abs_diff"] <= 1e-4
