@@ -21,7 +21,7 @@ import _common  # noqa: I001 -- first: puts the repository on sys.path
 
 from gui_app.core import formats  # noqa: E402
 from models import synthetic  # noqa: E402
-from models.features import example_from_result, featurize_frames, model_keyframes  # noqa: E402
+from models.features import example_from_result, featurize_frames, model_keyframes, with_word_match  # noqa: E402
 from models.runtime import WEIGHTS_DIR, RewardModel  # noqa: E402
 
 
@@ -84,6 +84,13 @@ def main() -> int:
     for _ in range(reps):
         example_from_result(featurize_frames(frames, model.cfg, True), [1], steps)
     add("prune_ms", (time.perf_counter() - t0) / reps * 1000, "ms")
+    if model.cfg.word_match:  # the word-match maps of the kept tokens (models/grounding.py)
+        res = featurize_frames(frames, model.cfg, True)
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            with_word_match(example_from_result(res, [1], steps), res.patches, res.masks, traj.instruction or "",
+                            model.cfg)
+        add("match_ms", (time.perf_counter() - t0) / reps * 1000, "ms")
     add("keyframes", len(frames))
     add("tokens_total", r.tokens_total, "tokens")
     v = {k: f["value"] for k, f in fig.values.items()}

@@ -166,7 +166,7 @@ class Example:
         tokens_total: patches before pruning.
         masks: ``(T, R, C)`` bool kept masks (None when not needed).
         keyframe_steps: the step index of each keyframe.
-        timings: seconds spent in ``decode`` and ``prune``.
+        timings: seconds spent in ``decode`` and ``prune`` (and ``match`` with word matching).
         text_ngrams: per instruction id, its character n-gram ids (None when the tokenizer has no n-grams).
         text_pixels: ``(P, D)`` uint8 patches of the instruction drawn in pixels (None unless the config asks).
         text_pixel_pos: ``(P, 2)`` int64 (row, col) of those patches.
@@ -253,6 +253,8 @@ def featurize(traj: Trajectory, cfg: ModelConfig, tokenizer: Tokenizer, prune: b
     t2 = time.perf_counter()
     ex = make_example(res, traj.instruction or "", steps, tokenizer, cfg)
     ex.timings = {"decode": t1 - t0, "prune": t2 - t1}
+    if cfg.word_match:
+        ex.timings["match"] = time.perf_counter() - t2  # the word-match maps (tokenizing is negligible)
     return ex
 
 

@@ -26,6 +26,7 @@ import re
 
 import cv2
 import numpy as np
+from scipy import ndimage
 
 from models.render import draw_word
 
@@ -103,9 +104,9 @@ def match_maps(patches: np.ndarray, text: str, patch: int, masks: np.ndarray | N
         text: the instruction.
         patch: patch side in pixels.
         masks: optional ``(T, R, C)`` kept masks: frames with nothing kept are skipped, and each frame is
-            matched only around its kept patches (bands of their rows, plus a word's extent), which is most of
-            the saving on later frames where few patches changed. Kept patches score exactly as without masks;
-            patches away from kept ones get 0 (they are not tokens).
+            matched only around its kept patches (clusters of them, grown by a drawn term's extent), which is
+            most of the saving on later frames where few patches changed. Kept patches score as without masks
+            (to rounding, < 1e-3); patches away from kept ones get 0 (they are not tokens).
         sizes: type sizes (px) the terms are drawn at.
         threads: regions matched in parallel (OpenCV releases the GIL).
     """
@@ -115,19 +116,24 @@ def match_maps(patches: np.ndarray, text: str, patch: int, masks: np.ndarray | N
     if not quoted and not words:
         return out
     img = patches.reshape(t, r, c, patch, patch, 3).transpose(0, 1, 3, 2, 4, 5).reshape(t, r * patch, c * patch, 3)
-    margin = (2 * max(sizes) + patch - 1) // patch  # a word box reaching a kept patch starts this near it
-    jobs = []  # (frame, r0, r1, c0, c1): regions to match, each holding every box that can cover its kept patches
+    # Kept patches are matched in regions holding every template window that can cover them: each kept patch
+    # grown by the largest drawn term (its height in rows, its width in columns), then cut into connected
+    # clusters, so a cursor that moved and a field that changed far apart are matched apart, not the screen
+    # between them. Kept patches score as without masks (to OpenCV's rounding on a different crop, < 1e-3).
+    tpl_h = max(draw_word(term, sz).shape[0] for term in quoted + words for sz in sizes)
+    tpl_w = max(draw_word(term, sz).shape[1] for term in quoted + words for sz in sizes)
+    m_r, m_c = -(-tpl_h // patch), -(-tpl_w // patch)
+    jobs = []  # (frame, r0, r1, c0, c1) in patches
     for f in range(t):
         if masks is None:
             jobs.append((f, 0, r, 0, c))
             continue
-        rows = np.flatnonzero(masks[f].any(axis=1))
-        # Rows of kept patches in bands: a gap wider than two margins starts a new band (a cursor that moved
-        # far and a changed form field are matched apart instead of through the whole screen between them).
-        for band in np.split(rows, np.flatnonzero(np.diff(rows) > 2 * margin) + 1) if len(rows) else []:
-            cols = np.flatnonzero(masks[f, band[0]: band[-1] + 1].any(axis=0))
-            jobs.append((f, max(0, band[0] - margin), min(r, band[-1] + 1 + margin),
-                         max(0, cols[0] - 3 * margin), min(c, cols[-1] + 1 + 3 * margin)))
+        if not masks[f].any():
+            continue
+        grown = ndimage.binary_dilation(masks[f], structure=np.ones((2 * m_r + 1, 2 * m_c + 1), bool))
+        labels, _ = ndimage.label(grown, structure=np.ones((3, 3), bool))
+        for sl in ndimage.find_objects(labels):
+            jobs.append((f, sl[0].start, sl[0].stop, sl[1].start, sl[1].stop))
 
     def run(job: tuple[int, int, int, int, int]) -> np.ndarray:
         _, r0, r1, c0, c1 = job
