@@ -27,7 +27,15 @@ def run(args: argparse.Namespace) -> int:
     from models.runtime import WEIGHTS_DIR
 
     if args.report:
-        report = json.loads(Path(args.report).read_text())
+        from gui_app.core.errors import TrajectoryFormatError
+
+        try:
+            report = json.loads(Path(args.report).read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TrajectoryFormatError(args.report, None, f"not a saved `rollscope eval --json` report ({exc})"
+                                        ) from exc
+        if not isinstance(report, dict) or not isinstance(report.get("splits"), dict):
+            raise TrajectoryFormatError(args.report, "splits", "missing: not a `rollscope eval --json` report")
         print(format_markdown(report) if args.markdown else format_table(report))
         return 0
 

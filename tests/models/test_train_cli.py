@@ -86,6 +86,17 @@ def test_commands_end_to_end(syn_dataset, tmp_path, capsys):
     assert f"| n | {test['pruned']['n']} |" in md and "accuracy by negative kind (test, pruned)" in md
 
 
+def test_a_report_that_is_not_an_eval_report_is_a_clean_error(tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    empty.write_text("")  # e.g. an eval that was interrupted before printing
+    assert main(["eval", str(tmp_path), "--report", str(empty)]) == 1
+    assert f"{empty}: not a saved `rollscope eval --json` report" in capsys.readouterr().err
+    other = tmp_path / "other.json"
+    other.write_text('{"accuracy": 0.5}')
+    assert main(["eval", str(tmp_path), "--report", str(other), "--markdown"]) == 1
+    assert "field 'splits'" in capsys.readouterr().err
+
+
 def test_export_of_a_missing_run_is_a_clean_error(tmp_path, capsys):
     assert main(["export-onnx", str(tmp_path)]) == 1
     assert "checkpoint" in capsys.readouterr().err
