@@ -1,0 +1,106 @@
+"""Statistics probe: how far do a few run statistics go, with no network at all?
+
+    python bench/stats_probe.py [--quick] [--json] [--data DS]
+
+Logistic regression (train split -> validation split) on the task type (one-hot) and eight statistics of each
+pruned run, the ones the shipped model's statistics head computes in its graph: log number of keyframes, log
+tokens in the last keyframe, log tokens in all, best quoted-term and word match scores overall and in the last
+keyframe, share of tokens with a quoted match above 0.8. Prints validation accuracy for the task alone, task +
+lengths, task + match scores, all of them, and all with per-task weights (task x statistic interactions).
+Features come from the training cache of the shipped config (``rollscope train`` builds it; built here if
+missing, a few minutes). Needs recordings (``rollscope collect miniwob`` + ``rollscope dataset build``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import _common  # noqa: I001 -- first: puts the repository on sys.path
+
+import numpy as np  # noqa: E402
+
+
+def statistics(rec) -> list[float]:
+    """The eight run statistics of one record (as :func:`models.network.run_stats` computes them)."""
+    last = rec.positions[:, 0] == rec.n_frames - 1
+    m = rec.match
+    ml = m[last] if last.any() else np.zeros((1, 2), np.float32)
+    return [np.log1p(rec.n_frames), np.log1p(int(last.sum())), np.log1p(len(m)), float(m[:, 0].max()),
+            float(m[:, 1].max()), float(ml[:, 0].max()), float(ml[:, 1].max()), float((m[:, 0] > 0.8).mean())]
+
+
+def fit_accuracy(xt: np.ndarray, yt: np.ndarray, xv: np.ndarray, yv: np.ndarray, l2: float = 1e-3) -> float:
+    """Validation accuracy (threshold 0.5) of an L2-regularised logistic regression fitted with L-BFGS."""
+    import torch
+
+    a, b = torch.tensor(xt, dtype=torch.float32), torch.tensor(yt, dtype=torch.float32)
+    w = torch.zeros(a.shape[1], requires_grad=True)
+    c = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.LBFGS([w, c], max_iter=300)
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(a @ w + c, b) + l2 * (w ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    p = torch.sigmoid(torch.tensor(xv, dtype=torch.float32) @ w + c).detach().numpy()
+    return float(((p > 0.5) == (yv > 0.5)).mean())
+
+
+def main() -> int:
+    p = _common.parser(__doc__.splitlines()[0])
+    p.add_argument("--data", default=str(_common.REPO / "data" / "ds"), help="dataset folder (manifest.parquet)")
+    args = p.parse_args()
+    fig = _common.Figures(args.json)
+    from models.config import ModelConfig
+    from models.data import build_cache, build_match_cache, load_records, read_manifest
+    from models.runtime import WEIGHTS_DIR
+
+    if not (Path(args.data) / "manifest.parquet").is_file():
+        fig.add("skipped_no_recordings", str(Path(args.data) / "manifest.parquet"))
+        fig.emit()
+        return 0
+    import json
+
+    cfg = ModelConfig.from_dict(json.loads((WEIGHTS_DIR / "model.json").read_text())["config"])
+    cfg.word_match = True
+    df = read_manifest(args.data)
+    parts = {s: df.filter(df["split"] == s) for s in ("train", "val")}
+    if args.quick:
+        parts["train"] = parts["train"].sample(n=min(800, len(parts["train"])), seed=0)
+    cache = Path(args.data) / "cache"
+    for part in parts.values():
+        build_cache(part, cfg, cache)
+        build_match_cache(part, cfg, cache, workers=2)
+    recs = {s: load_records(part, cfg, cache) for s, part in parts.items()}
+    tasks = sorted({str(r.meta.get("task")) for r in recs["train"]})
+
+    def design(rs):
+        stats = np.array([statistics(r) for r in rs])
+        onehot = np.array([[float(r.meta.get("task") == t) for t in tasks] for r in rs])
+        return stats, onehot, np.array([float(r.success) for r in rs])
+
+    st, ot, yt = design(recs["train"])
+    sv, ov, yv = design(recs["val"])
+    mu, sd = st.mean(0), st.std(0) + 1e-6
+    st, sv = (st - mu) / sd, (sv - mu) / sd
+    lengths, match = [0, 1, 2], [3, 4, 5, 6, 7]
+    fig.add("runs_train", len(yt))
+    fig.add("runs_val", len(yv))
+    fig.add("val_majority", float(max(yv.mean(), 1 - yv.mean())))
+    fig.add("val_acc_task_only", fit_accuracy(ot, yt, ov, yv))
+    fig.add("val_acc_task_lengths", fit_accuracy(np.hstack([ot, st[:, lengths]]), yt, np.hstack([ov, sv[:, lengths]]), yv))
+    fig.add("val_acc_task_match", fit_accuracy(np.hstack([ot, st[:, match]]), yt, np.hstack([ov, sv[:, match]]), yv))
+    fig.add("val_acc_task_all_stats", fit_accuracy(np.hstack([ot, st]), yt, np.hstack([ov, sv]), yv))
+    inter_t = np.hstack([ot, st] + [st * ot[:, [k]] for k in range(len(tasks))])
+    inter_v = np.hstack([ov, sv] + [sv * ov[:, [k]] for k in range(len(tasks))])
+    fig.add("val_acc_per_task_weights", fit_accuracy(inter_t, yt, inter_v, yv))
+    fig.emit()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
