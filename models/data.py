@@ -159,7 +159,7 @@ def _match_job(job: tuple[str, str, str, int, bool]) -> str | None:
         tmp = Path(out).with_suffix(".tmp.npy")
         np.save(tmp, maps)
         tmp.replace(out)
-    except (OSError, ValueError, KeyError) as exc:
+    except (RollscopeError, OSError, ValueError, KeyError) as exc:  # RollscopeError: e.g. no fonts installed
         return f"{feat}: {exc}"
     return None
 

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import torch
 import torch.nn.functional as F
 
@@ -411,9 +412,13 @@ def train(args: TrainArgs, log=print) -> dict:
     bar.close()
     if errors:
         log(f"{len(errors)} trajectories could not be decoded (skipped); first: {next(iter(errors.items()))}")
+    splits = {s: df.filter(df["split"] == s) for s in ("train", "val")}
+    train_df = splits["train"]
+    if args.max_train:
+        train_df = train_df.sample(n=min(args.max_train, len(train_df)), seed=args.seed)
     matcher = None
     if cfg.word_match:
-        todo = df.filter(df["split"].is_in(["train", "val"]))
+        todo = pl.concat([train_df, splits["val"]])  # only the runs this training reads
         bar = tqdm(total=len(todo), desc="word match", file=sys.stderr, leave=False, dynamic_ncols=True)
         m_err = build_match_cache(todo, cfg, cache_dir, prune=args.prune, workers=args.threads,
                                   progress=lambda i, n: bar.update(1))
@@ -423,10 +428,6 @@ def train(args: TrainArgs, log=print) -> dict:
 
         def matcher(rec: Record, text: str) -> np.ndarray:
             return match_for(rec, text, cfg, cache_dir, args.prune)
-    splits = {s: df.filter(df["split"] == s) for s in ("train", "val")}
-    train_df = splits["train"]
-    if args.max_train:
-        train_df = train_df.sample(n=min(args.max_train, len(train_df)), seed=args.seed)
     if init is not None:
         tok = Tokenizer.from_dict(init["tokenizer"])
     else:

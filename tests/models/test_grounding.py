@@ -170,3 +170,26 @@ def test_stats_head_starts_neutral_exports_and_reads_its_weights_from_the_instru
         d = net(**{k: torch.from_numpy(other[k]) for k in names})[0]
     assert not torch.allclose(a, c) and not torch.allclose(c, d)
     assert export(net, tmp_path / "m.onnx")["max_abs_diff"] <= 1e-4
+
+
+def test_training_with_word_match_and_stats_head_end_to_end(syn_dataset, tmp_path, capsys):
+    """train (match maps built for the runs it reads, online negatives matched on first use) -> export ->
+    score: the shipped recipe's path on tiny data."""
+    import json
+
+    from gui_app.cli import main
+
+    cfg = json.dumps(ModelConfig.tiny(vocab_size=300, word_match=True, stats_head=True, mil_head=True,
+                                      max_grid=32).to_dict())
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    assert main(["train", "--data", str(syn_dataset), "--out", str(run), "--epochs", "1", "--config", cfg,
+                 "--cache", str(cache), "--batch-size", "4", "--max-train", "6", "--online-negatives", "1.0",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["n_train"] == 6
+    ids = {f.name.rsplit("-", 1)[0] for f in cache.glob("*/match/*.npy")}
+    assert len(ids) == 6 + 4  # maps only for the runs read (6 train, 4 val); online instructions reuse their ids
+    assert main(["export-onnx", str(run), "--out", str(tmp_path / "w"), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["score", str(syn_dataset / "t000"), "--json", "--model", str(tmp_path / "w")]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert 0.0 <= row["p_success"] <= 1.0 and row["tokens_kept"] > 0
