@@ -22,12 +22,15 @@ import numpy as np  # noqa: E402
 
 
 def statistics(rec) -> list[float]:
-    """The eight run statistics of one record (as :func:`models.network.run_stats` computes them)."""
-    last = rec.positions[:, 0] == rec.n_frames - 1
-    m = rec.match
-    ml = m[last] if last.any() else np.zeros((1, 2), np.float32)
-    return [np.log1p(rec.n_frames), np.log1p(int(last.sum())), np.log1p(len(m)), float(m[:, 0].max()),
-            float(m[:, 1].max()), float(ml[:, 0].max()), float(ml[:, 1].max()), float((m[:, 0] > 0.8).mean())]
+    """The eight run statistics of one record, computed by the network's own :func:`models.network.run_stats`."""
+    import torch
+
+    from models.network import run_stats
+
+    k = len(rec.positions)
+    st = run_stats(torch.from_numpy(rec.positions)[None], torch.ones(1, k, dtype=torch.bool),
+                   torch.ones(1, rec.n_frames, dtype=torch.bool), torch.from_numpy(rec.match)[None])
+    return st[0].tolist()
 
 
 def fit_accuracy(xt: np.ndarray, yt: np.ndarray, xv: np.ndarray, yv: np.ndarray, l2: float = 1e-3) -> float:

@@ -13,6 +13,7 @@ for the unpruned twin). Instructions are not cached: the manifest's instruction 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable
@@ -177,19 +178,14 @@ def build_match_cache(df: pl.DataFrame, cfg: ModelConfig, cache_dir: str | Path,
             jobs.append((str(feat), str(out), row["instruction"] or "", cfg.patch, prune))
             ids.append(row["id"])
     errors: dict[str, str] = {}
-    if workers > 1 and len(jobs) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+    with contextlib.ExitStack() as stack:
+        results = map(_match_job, jobs)
+        if workers > 1 and len(jobs) > 1:
+            from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(workers) as pool:
-            results = pool.map(_match_job, jobs, chunksize=8)
-            for i, (rid, err) in enumerate(zip(ids, results)):
-                if err:
-                    errors[rid] = err
-                if progress is not None:
-                    progress(i + 1, len(jobs))
-    else:
-        for i, (rid, job) in enumerate(zip(ids, jobs)):
-            if err := _match_job(job):
+            results = stack.enter_context(ProcessPoolExecutor(workers)).map(_match_job, jobs, chunksize=8)
+        for i, (rid, err) in enumerate(zip(ids, results)):
+            if err:
                 errors[rid] = err
             if progress is not None:
                 progress(i + 1, len(jobs))
