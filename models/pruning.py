@@ -102,39 +102,60 @@ def patchify(frames: np.ndarray, patch: int = 16) -> np.ndarray:
 
 def to_float(patches: np.ndarray) -> np.ndarray:
     """uint8 pixels -> float32 in [-1, 1] (same shape)."""
-    return patches.astype(np.float32) * (2.0 / 255.0) - 1.0
+    out = np.multiply(patches, np.float32(2.0 / 255.0), dtype=np.float32)  # one pass, no float64 temporary
+    out -= 1.0
+    return out
 
 
-def spatial_keep(p: np.ndarray, tau_s: float, max_component: int) -> np.ndarray:
+def _row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot product of two ``(N, D)`` arrays (one pass, no temporary)."""
+    return np.einsum("nd,nd->n", a, b)
+
+
+def spatial_keep(p: np.ndarray, tau_s: float, max_component: int, sq_norms: np.ndarray | None = None
+                 ) -> np.ndarray:
     """``(T, R, C, D)`` float patches -> ``(T, R, C)`` bool: False for patches of large homogeneous components.
 
     All frames go into one sparse graph (edges never cross frames), so one ``connected_components`` call
-    labels every frame at once.
+    labels every frame at once. Neighbour distances come from ``|a|^2 + |b|^2 - 2 a.b`` on the flat
+    ``(T*R*C, D)`` array shifted by one (right neighbour) and by ``C`` (neighbour below): one pass over the
+    pixels per direction, no difference array; the pairs that wrap across a row or a frame are masked out.
+    ``sq_norms`` (``T*R*C`` squared patch norms) can be passed when already computed.
     """
-    t, r, c, _ = p.shape
-    idx = np.arange(t * r * c).reshape(t, r, c)
-    near_h = np.linalg.norm(p[:, :, 1:] - p[:, :, :-1], axis=-1) < tau_s  # (T, R, C-1)
-    near_v = np.linalg.norm(p[:, 1:] - p[:, :-1], axis=-1) < tau_s  # (T, R-1, C)
-    a = np.concatenate([idx[:, :, :-1][near_h], idx[:, :-1][near_v]])
-    b = np.concatenate([idx[:, :, 1:][near_h], idx[:, 1:][near_v]])
+    t, r, c, d = p.shape
     n = t * r * c
+    flat = p.reshape(n, d)
+    sq = _row_dot(flat, flat) if sq_norms is None else sq_norms.reshape(n)
+    idx = np.arange(n)
+    pairs_a, pairs_b = [], []
+    for shift, valid in ((1, (idx % c) < c - 1), (c, (idx % (r * c)) < (r - 1) * c)):
+        if n <= shift:
+            continue
+        dist2 = sq[shift:] + sq[:-shift] - 2.0 * _row_dot(flat[shift:], flat[:-shift])
+        a = np.flatnonzero((dist2 < tau_s * tau_s) & valid[:-shift])
+        pairs_a.append(a)
+        pairs_b.append(a + shift)
+    a = np.concatenate(pairs_a) if pairs_a else np.zeros(0, np.int64)
+    b = np.concatenate(pairs_b) if pairs_b else np.zeros(0, np.int64)
     graph = coo_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n)).tocsr()
     _, labels = connected_components(graph, directed=False)
     sizes = np.bincount(labels)
     return (sizes[labels] <= max_component).reshape(t, r, c)
 
 
-def temporal_keep(p: np.ndarray, tau_t: float) -> tuple[np.ndarray, np.ndarray]:
+def temporal_keep(p: np.ndarray, tau_t: float, sq_norms: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(T, R, C, D)`` float patches -> (keep ``(T, R, C)`` bool, change ``(T, R, C)`` float32).
 
     Frame 0 is kept whole. Later tokens compare with the last *kept* token at the same position (so a slow
     drift cannot hide behind a chain of nearly equal neighbours). ``change`` is ``1 - cos`` against that
     reference; for frame 0, where there is no reference, it is the patch's standard deviation (how much is
-    drawn in it), used only to pick the forced token of a frame.
+    drawn in it), used only to pick the forced token of a frame. ``sq_norms`` as in :func:`spatial_keep`.
     """
     t, r, c, d = p.shape
     flat = p.reshape(t, r * c, d)
-    norms = np.linalg.norm(flat, axis=-1)  # (T, R*C)
+    sq = _row_dot(p.reshape(-1, d), p.reshape(-1, d)) if sq_norms is None else sq_norms
+    norms = np.sqrt(sq).reshape(t, r * c)
     keep = np.zeros((t, r * c), dtype=bool)
     change = np.zeros((t, r * c), dtype=np.float32)
     keep[0] = True
@@ -142,7 +163,7 @@ def temporal_keep(p: np.ndarray, tau_t: float) -> tuple[np.ndarray, np.ndarray]:
     ref = flat[0].copy()  # (R*C, D) last kept token per position
     ref_norm = norms[0].copy()
     for i in range(1, t):
-        cos = np.einsum("nd,nd->n", flat[i], ref) / (norms[i] * ref_norm + _EPS)
+        cos = _row_dot(flat[i], ref) / (norms[i] * ref_norm + _EPS)
         k = cos <= tau_t
         keep[i] = k
         change[i] = 1.0 - cos
@@ -164,8 +185,9 @@ def group_masks(masks: np.ndarray) -> np.ndarray:
 def prune_patches(patches: np.ndarray, params: PruneParams) -> PruneResult:
     """Prune ``(T, R, C, D)`` uint8 patches; see the module docstring for the rule."""
     p = to_float(patches)
-    spatial = spatial_keep(p, params.tau_s, params.max_component)
-    temporal, change = temporal_keep(p, params.tau_t)
+    sq = _row_dot(p.reshape(-1, p.shape[-1]), p.reshape(-1, p.shape[-1]))  # squared norms, shared by both rules
+    spatial = spatial_keep(p, params.tau_s, params.max_component, sq)
+    temporal, change = temporal_keep(p, params.tau_t, sq)
     protected = change > params.protect_change
     protected[0] = False  # frame 0's "change" is patch std, not a temporal change
     masks = temporal & (spatial | protected)

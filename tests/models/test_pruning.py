@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from models import synthetic
-from models.pruning import PruneParams, group_masks, patchify, prune, prune_patches, target_size
+from models.pruning import (PruneParams, group_masks, patchify, prune, prune_patches, spatial_keep, target_size,
+                            to_float)
 
 P = 16
 
@@ -125,3 +126,35 @@ def test_repeating_the_last_frame_adds_exactly_one_token(frames):
     a = prune_patches(patchify(frames), PruneParams())
     b = prune_patches(patchify(np.concatenate([frames, frames[-1:]])), PruneParams())
     assert b.tokens_kept == a.tokens_kept + 1
+
+
+def _spatial_reference(p: np.ndarray, tau_s: float, max_component: int) -> np.ndarray:
+    """The spatial rule written plainly: per frame, 4-neighbour graph on patch distance, label, size test."""
+    t, r, c, _ = p.shape
+    out = np.zeros((t, r, c), bool)
+    for f in range(t):
+        parent = list(range(r * c))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                i = parent[i]
+            return i
+
+        for i in range(r):
+            for j in range(c):
+                for di, dj in ((0, 1), (1, 0)):
+                    if i + di < r and j + dj < c and np.linalg.norm(p[f, i, j] - p[f, i + di, j + dj]) < tau_s:
+                        parent[find(i * c + j)] = find((i + di) * c + j + dj)
+        roots = np.array([find(k) for k in range(r * c)])
+        sizes = np.bincount(roots, minlength=r * c)
+        out[f] = (sizes[roots] <= max_component).reshape(r, c)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(frames_st, st.integers(1, 6))
+def test_spatial_keep_equals_the_plain_rule(frames, max_component):
+    # The fast version shifts a flat array by one patch and by one row: pairs that wrap across a row end or a
+    # frame boundary must never be joined.
+    p = to_float(patchify(frames))
+    assert np.array_equal(spatial_keep(p, 3.0, max_component), _spatial_reference(p, 3.0, max_component))
