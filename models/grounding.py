@@ -72,20 +72,32 @@ def _coverage(score: np.ndarray, h: int, w: int, shape: tuple[int, int]) -> np.n
     layout); a max filter anchored at the box's bottom-right spreads it over the box.
     """
     full = np.zeros(shape, np.float32)
-    full[: score.shape[0], : score.shape[1]] = np.maximum(score, 0.0)
+    np.fmax(score, 0.0, out=full[: score.shape[0], : score.shape[1]])  # fmax: a NaN score counts as 0
     kernel = np.ones((h, w), np.uint8)
     return cv2.dilate(full, kernel, anchor=(w - 1, h - 1), borderType=cv2.BORDER_CONSTANT, borderValue=0)
 
 
-def _term_map(gray: np.ndarray, term: str, sizes: tuple[int, ...]) -> np.ndarray:
+def _term_map(gray: np.ndarray, term: str, sizes: tuple[int, ...], patch: int = 16,
+              kept: tuple[int, int, int, int] | None = None) -> np.ndarray:
+    """Per pixel of ``gray``: the best match of ``term`` (any size) whose box covers it.
+
+    ``kept`` (``r0, r1, c0, c1`` in patches of ``gray``) bounds the patches whose values are wanted: each
+    size is then matched only on that box grown by its own template's extent (a small template needs a smaller
+    margin than the region's, which is grown for the largest one); pixels outside may get partial values.
+    """
     best = np.zeros(gray.shape, np.float32)
     for s in sizes:
         tpl = draw_word(term, s)
         h, w = tpl.shape
-        if h >= gray.shape[0] or w >= gray.shape[1] or tpl.min() == tpl.max():
+        y0, y1, x0, x1 = 0, gray.shape[0], 0, gray.shape[1]
+        if kept is not None:
+            y0, x0 = max(0, kept[0] * patch - h + 1), max(0, kept[2] * patch - w + 1)
+            y1, x1 = min(y1, kept[1] * patch + h - 1), min(x1, kept[3] * patch + w - 1)
+        sub = gray[y0:y1, x0:x1]
+        if h > sub.shape[0] or w > sub.shape[1] or tpl.min() == tpl.max():
             continue
-        r = cv2.matchTemplate(gray, tpl, cv2.TM_CCOEFF_NORMED)
-        np.maximum(best, _coverage(np.nan_to_num(r, nan=0.0), h, w, gray.shape), out=best)
+        r = cv2.matchTemplate(sub, tpl, cv2.TM_CCOEFF_NORMED)
+        np.maximum(best[y0:y1, x0:x1], _coverage(r, h, w, sub.shape), out=best[y0:y1, x0:x1])
     return best
 
 
@@ -136,15 +148,19 @@ def match_maps(patches: np.ndarray, text: str, patch: int, masks: np.ndarray | N
             jobs.append((f, sl[0].start, sl[0].stop, sl[1].start, sl[1].stop))
 
     def run(job: tuple[int, int, int, int, int]) -> np.ndarray:
-        _, r0, r1, c0, c1 = job
-        crop = np.ascontiguousarray(img[job[0], r0 * patch: r1 * patch, c0 * patch: c1 * patch])
+        f, r0, r1, c0, c1 = job
+        crop = np.ascontiguousarray(img[f, r0 * patch: r1 * patch, c0 * patch: c1 * patch])
         gray = cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY)
+        kept = None
+        if masks is not None:  # the kept patches' box inside the region: each template gets its own margin
+            rows, cols = np.nonzero(masks[f, r0:r1, c0:c1])
+            kept = (int(rows.min()), int(rows.max()) + 1, int(cols.min()), int(cols.max()) + 1)
         grid = np.zeros((r1 - r0, c1 - c0, CHANNELS), np.float32)
         for ch, terms in enumerate((quoted, words)):
             if terms:
                 best = np.zeros(gray.shape, np.float32)
                 for term in terms:
-                    np.maximum(best, _term_map(gray, term, sizes), out=best)
+                    np.maximum(best, _term_map(gray, term, sizes, patch, kept), out=best)
                 grid[..., ch] = _to_grid(best, patch)
         return grid
 
