@@ -141,9 +141,10 @@ class Record:
 
 def match_file(cache_dir: str | Path, cfg: ModelConfig, example_id: str, instruction: str, prune: bool) -> Path:
     """Where the word-match maps of one example (for one instruction, pruned or not) are cached."""
-    from models.grounding import MAX_TERMS, SIZES
+    from models.grounding import MAX_TERMS, SIZES, TERMS_VERSION
 
-    h = hashlib.sha1(json.dumps([instruction, SIZES, MAX_TERMS, prune]).encode()).hexdigest()[:10]
+    key = [instruction, SIZES, MAX_TERMS, prune, TERMS_VERSION]
+    h = hashlib.sha1(json.dumps(key).encode()).hexdigest()[:10]
     return Path(cache_dir) / feature_key(cfg) / "match" / f"{_safe(example_id)}-{h}.npy"
 
 
