@@ -6,7 +6,8 @@ Logistic regression (train split -> validation split) on the task type (one-hot)
 pruned run, the ones the shipped model's statistics head computes in its graph: log number of keyframes, log
 tokens in the last keyframe, log tokens in all, best quoted-term and word match scores overall and in the last
 keyframe, share of tokens with a quoted match above 0.8. Prints validation accuracy for the task alone, task +
-lengths, task + match scores, all of them, and all with per-task weights (task x statistic interactions).
+lengths, task + match scores, all of them, and all with per-task weights (task x statistic interactions); and
+the statistics alone (one set of weights for every task) on validation and on the held-out task types.
 Features come from the training cache of the shipped config (``rollscope train`` builds it; built here if
 missing, a few minutes). Needs recordings (``rollscope collect miniwob`` + ``rollscope dataset build``).
 """
@@ -71,9 +72,10 @@ def main() -> int:
     cfg = ModelConfig.from_dict(json.loads((WEIGHTS_DIR / "model.json").read_text())["config"])
     cfg.word_match = True
     df = read_manifest(args.data)
-    parts = {s: df.filter(df["split"] == s) for s in ("train", "val")}
+    parts = {s: df.filter(df["split"] == s) for s in ("train", "val", "heldout_task")}
     if args.quick:
         parts["train"] = parts["train"].sample(n=min(800, len(parts["train"])), seed=0)
+        parts["heldout_task"] = parts["heldout_task"].sample(n=min(300, len(parts["heldout_task"])), seed=0)
     cache = Path(args.data) / "cache"
     for part in parts.values():
         build_cache(part, cfg, cache)
@@ -88,8 +90,9 @@ def main() -> int:
 
     st, ot, yt = design(recs["train"])
     sv, ov, yv = design(recs["val"])
+    sh, _, yh = design(recs["heldout_task"])  # task types never trained on: their one-hot would be all zeros
     mu, sd = st.mean(0), st.std(0) + 1e-6
-    st, sv = (st - mu) / sd, (sv - mu) / sd
+    st, sv, sh = (st - mu) / sd, (sv - mu) / sd, (sh - mu) / sd
     lengths, match = [0, 1, 2], [3, 4, 5, 6, 7]
     fig.add("runs_train", len(yt))
     fig.add("runs_val", len(yv))
@@ -101,6 +104,11 @@ def main() -> int:
     inter_t = np.hstack([ot, st] + [st * ot[:, [k]] for k in range(len(tasks))])
     inter_v = np.hstack([ov, sv] + [sv * ov[:, [k]] for k in range(len(tasks))])
     fig.add("val_acc_per_task_weights", fit_accuracy(inter_t, yt, inter_v, yv))
+    # What carries over to task types never seen: the statistics with one set of weights for every task.
+    fig.add("val_acc_stats_only", fit_accuracy(st, yt, sv, yv))
+    fig.add("heldout_runs", len(yh))
+    fig.add("heldout_majority", float(max(yh.mean(), 1 - yh.mean())))
+    fig.add("heldout_acc_stats_only", fit_accuracy(st, yt, sh, yh))
     fig.emit()
     return 0
 
