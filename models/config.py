@@ -57,6 +57,10 @@ class ModelConfig:
             ``word_match`` the best word scores overall and in the last keyframe and the share of tokens scoring
             above 0.8. Computed inside the graph from the usual inputs. A per-task logistic regression on these
             few numbers reached 73% validation accuracy where the transformer alone stayed near 59% (model card).
+        stats_from_text: with ``stats_head``, read the statistics' weights from the instruction alone (its word
+            embeddings before the transformer, mean-pooled, through a small MLP) instead of the CLS token, which
+            has also attended to the screen: the weights are then a function of the task's wording, as the
+            probe's per-task weights are.
         vocab_size: instruction vocabulary size (set from the tokenizer).
         max_text_len: instruction tokens kept (longer instructions are truncated).
         d_model: transformer width.
@@ -83,6 +87,7 @@ class ModelConfig:
     text_pixels: bool = False
     word_match: bool = False
     stats_head: bool = False
+    stats_from_text: bool = False
     vocab_size: int = 1024
     max_text_len: int = 48
     d_model: int = 192

@@ -130,6 +130,8 @@ class RewardNet(nn.Module):
         self.token_head = nn.Linear(d, 2) if cfg.mil_head else None
         self.frame_head = nn.Sequential(nn.Linear(2 * d, d), nn.GELU(), nn.Linear(d, 1))
         self.stats_weights = nn.Linear(d, n_stats(cfg) + 1) if cfg.stats_head else None
+        self.stats_text = (nn.Sequential(nn.LayerNorm(d), nn.Linear(d, d), nn.GELU())
+                           if cfg.stats_head and cfg.stats_from_text else None)
         self.apply(self._init)
         if self.stats_weights is not None:  # starts neutral: the statistics enter as they prove useful
             nn.init.zeros_(self.stats_weights.weight)
@@ -151,6 +153,17 @@ class RewardNet(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    def embed_text(self, text_ids: torch.Tensor, text_ngrams: torch.Tensor | None = None) -> torch.Tensor:
+        """Instruction tokens -> (B, L, d): word (+ character n-gram) embeddings plus their positions."""
+        cfg = self.cfg
+        text_pos = torch.arange(text_ids.shape[1], device=text_ids.device).clamp(max=cfg.max_text_len - 1)
+        txt = self.text_embed(text_ids.clamp(0, cfg.vocab_size - 1)) + self.text_pos(text_pos)[None]  # (B, L, d)
+        if self.ngram_embed is not None and text_ngrams is not None:
+            g = text_ngrams.clamp(0, cfg.char_ngrams)  # (B, L, G)
+            cnt = (g > 0).sum(dim=-1, keepdim=True).clamp(min=1).to(txt.dtype)  # (B, L, 1)
+            txt = txt + self.ngram_embed(g).sum(dim=2) / cnt.sqrt()  # padding rows embed to zero
+        return txt
+
     def forward_features(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
                          text_ids: torch.Tensor, text_mask: torch.Tensor,
                          text_ngrams: torch.Tensor | None = None, text_pixels: torch.Tensor | None = None,
@@ -168,13 +181,7 @@ class RewardNet(nn.Module):
         if self.match_embed is not None and token_match is not None:
             vis = vis + self.match_embed(token_match)  # (B, N, d)
         vis = vis + self.type_embed.weight[2]
-        text_pos = torch.arange(text_ids.shape[1], device=text_ids.device).clamp(max=cfg.max_text_len - 1)
-        txt = self.text_embed(text_ids.clamp(0, cfg.vocab_size - 1)) + self.text_pos(text_pos)[None]  # (B, L, d)
-        if self.ngram_embed is not None and text_ngrams is not None:
-            g = text_ngrams.clamp(0, cfg.char_ngrams)  # (B, L, G)
-            cnt = (g > 0).sum(dim=-1, keepdim=True).clamp(min=1).to(txt.dtype)  # (B, L, 1)
-            txt = txt + self.ngram_embed(g).sum(dim=2) / cnt.sqrt()  # padding rows embed to zero
-        txt = txt + self.type_embed.weight[1]
+        txt = self.embed_text(text_ids, text_ngrams) + self.type_embed.weight[1]  # (B, L, d)
         cls = (self.cls_token + self.type_embed.weight[0]).expand(b, 1, -1)  # (B, 1, d)
         parts, masks = [cls, txt], [torch.ones_like(token_mask[:, :1]), text_mask]
         if cfg.text_pixels and text_pixels is not None:
@@ -190,9 +197,12 @@ class RewardNet(nn.Module):
         return self.ln_f(x)
 
     def forward_head(self, x: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
-                     frame_mask: torch.Tensor, token_match: torch.Tensor | None = None
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, S, d) features -> success logit (B,), frame logits (B, T)."""
+                     frame_mask: torch.Tensor, token_match: torch.Tensor | None = None,
+                     text_summary: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, S, d) features -> success logit (B,), frame logits (B, T).
+
+        ``text_summary`` (B, d): the instruction alone, for ``stats_from_text`` (else the CLS token is used).
+        """
         n = positions.shape[1]
         cls = x[:, 0]  # (B, d)
         vis = x[:, x.shape[1] - n:]  # (B, N, d): the visual tokens are the last N of the sequence
@@ -214,7 +224,8 @@ class RewardNet(nn.Module):
             success_logit = success_logit + pooled_ev[:, 0] - pooled_ev[:, 1]
         if self.stats_weights is not None:
             st = run_stats(positions, token_mask, frame_mask, token_match if self.cfg.word_match else None)
-            w = self.stats_weights(cls)  # (B, S + 1): the instruction decides what each statistic means
+            src = cls if self.stats_text is None or text_summary is None else self.stats_text(text_summary)
+            w = self.stats_weights(src)  # (B, S + 1): the instruction decides what each statistic means
             success_logit = success_logit + (w[:, :-1] * st).sum(dim=-1) + w[:, -1]
         return success_logit, frame_logits
 
@@ -226,7 +237,11 @@ class RewardNet(nn.Module):
                 token_match: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.forward_features(tokens, positions, token_mask, text_ids, text_mask, text_ngrams, text_pixels,
                                   text_pixel_pos, text_pixel_mask, token_match)
-        return self.forward_head(x, positions, token_mask, frame_mask, token_match)
+        summary = None
+        if self.stats_text is not None:  # mean of the instruction's own embeddings: nothing of the screen in it
+            m = text_mask.unsqueeze(-1).to(x.dtype)
+            summary = (self.embed_text(text_ids, text_ngrams) * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+        return self.forward_head(x, positions, token_mask, frame_mask, token_match, summary)
 
 
 def n_stats(cfg: ModelConfig) -> int:

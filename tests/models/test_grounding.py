@@ -172,6 +172,32 @@ def test_stats_head_starts_neutral_exports_and_reads_its_weights_from_the_instru
     assert export(net, tmp_path / "m.onnx")["max_abs_diff"] <= 1e-4
 
 
+def test_stats_weights_from_text_depend_on_the_words_not_the_screen(tmp_path):
+    cfg = ModelConfig.tiny(word_match=True, stats_head=True, stats_from_text=True, mil_head=True)
+    torch.manual_seed(0)
+    net = RewardNet(cfg).eval()
+    plain = RewardNet(ModelConfig.tiny(word_match=True, mil_head=True)).eval()
+    plain.load_state_dict({k: v for k, v in net.state_dict().items() if not k.startswith("stats_")})
+    b = sample_batch(cfg, batch=3, frames=4, tokens_per_frame=5, text=5, seed=5)
+    names = input_names(cfg)
+
+    def stats_part(batch: dict) -> torch.Tensor:  # what the statistics add to the success logit
+        with torch.no_grad():
+            t = {k: torch.from_numpy(batch[k]) for k in names}
+            return net(**t)[0] - plain(**t)[0]
+
+    assert torch.allclose(stats_part(b), torch.zeros(3), atol=1e-6)  # neutral at initialisation
+    with torch.no_grad():
+        net.stats_weights.weight.normal_(0, 0.5)
+    other_screen = dict(b, tokens=np.random.default_rng(1).uniform(-1, 1, b["tokens"].shape).astype(np.float32))
+    other_words = dict(b, text_ids=np.roll(b["text_ids"], 1, axis=1))
+    assert not torch.allclose(stats_part(b), torch.zeros(3), atol=1e-3)
+    # Same statistics (positions and match unchanged) and same words: same contribution whatever the pixels.
+    assert torch.allclose(stats_part(b), stats_part(other_screen), atol=1e-5)
+    assert not torch.allclose(stats_part(b), stats_part(other_words), atol=1e-3)
+    assert export(net, tmp_path / "m.onnx")["max_abs_diff"] <= 1e-4
+
+
 def test_training_with_word_match_and_stats_head_end_to_end(syn_dataset, tmp_path, capsys):
     """train (match maps built for the runs it reads, online negatives matched on first use) -> export ->
     score: the shipped recipe's path on tiny data."""
