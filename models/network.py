@@ -165,12 +165,11 @@ class RewardNet(nn.Module):
         return txt
 
     def forward_features(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
-                         text_ids: torch.Tensor, text_mask: torch.Tensor,
-                         text_ngrams: torch.Tensor | None = None, text_pixels: torch.Tensor | None = None,
+                         text: torch.Tensor, text_mask: torch.Tensor, text_pixels: torch.Tensor | None = None,
                          text_pixel_pos: torch.Tensor | None = None,
                          text_pixel_mask: torch.Tensor | None = None,
                          token_match: torch.Tensor | None = None) -> torch.Tensor:
-        """Encode the joint sequence; returns (B, 1 + L + N, d)."""
+        """Encode the joint sequence (``text``: :meth:`embed_text`'s output); returns (B, 1 + L + N, d)."""
         cfg = self.cfg
         b = tokens.shape[0]
         pos = positions.clamp(min=0)
@@ -181,7 +180,7 @@ class RewardNet(nn.Module):
         if self.match_embed is not None and token_match is not None:
             vis = vis + self.match_embed(token_match)  # (B, N, d)
         vis = vis + self.type_embed.weight[2]
-        txt = self.embed_text(text_ids, text_ngrams) + self.type_embed.weight[1]  # (B, L, d)
+        txt = text + self.type_embed.weight[1]  # (B, L, d)
         cls = (self.cls_token + self.type_embed.weight[0]).expand(b, 1, -1)  # (B, 1, d)
         parts, masks = [cls, txt], [torch.ones_like(token_mask[:, :1]), text_mask]
         if cfg.text_pixels and text_pixels is not None:
@@ -235,12 +234,13 @@ class RewardNet(nn.Module):
                 text_pixel_pos: torch.Tensor | None = None,
                 text_pixel_mask: torch.Tensor | None = None,
                 token_match: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        x = self.forward_features(tokens, positions, token_mask, text_ids, text_mask, text_ngrams, text_pixels,
-                                  text_pixel_pos, text_pixel_mask, token_match)
+        text = self.embed_text(text_ids, text_ngrams)  # (B, L, d)
+        x = self.forward_features(tokens, positions, token_mask, text, text_mask, text_pixels, text_pixel_pos,
+                                  text_pixel_mask, token_match)
         summary = None
         if self.stats_text is not None:  # mean of the instruction's own embeddings: nothing of the screen in it
             m = text_mask.unsqueeze(-1).to(x.dtype)
-            summary = (self.embed_text(text_ids, text_ngrams) * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+            summary = (text * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
         return self.forward_head(x, positions, token_mask, frame_mask, token_match, summary)
 
 
