@@ -23,14 +23,16 @@ import numpy as np  # noqa: E402
 
 
 def statistics(rec) -> list[float]:
-    """The eight run statistics of one record, computed by the network's own :func:`models.network.run_stats`."""
+    """The run statistics of one record (eight; thirteen with a pointer channel), computed by the network's own
+    :func:`models.network.run_stats`."""
     import torch
 
     from models.network import run_stats
 
     k = len(rec.positions)
     st = run_stats(torch.from_numpy(rec.positions)[None], torch.ones(1, k, dtype=torch.bool),
-                   torch.ones(1, rec.n_frames, dtype=torch.bool), torch.from_numpy(rec.match)[None])
+                   torch.ones(1, rec.n_frames, dtype=torch.bool), torch.from_numpy(rec.match)[None],
+                   pointer=rec.match.shape[1] > 2)
     return st[0].tolist()
 
 

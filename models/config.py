@@ -57,6 +57,10 @@ class ModelConfig:
             ``word_match`` the best word scores overall and in the last keyframe and the share of tokens scoring
             above 0.8. Computed inside the graph from the usual inputs. A per-task logistic regression on these
             few numbers reached 73% validation accuracy where the transformer alone stayed near 59% (model card).
+        cursor_match: with ``word_match``, a third match channel marks the patch under the pointer's tip on each
+            keyframe (found by template matching; that patch is always kept), and the statistics head gets the
+            quoted-term and word scores under the pointer (last keyframe and best over the run): "the agent
+            acted on the named thing", where the word scores alone say only that it is on screen.
         stats_from_text: with ``stats_head``, read the statistics' weights from the instruction alone (its word
             embeddings before the transformer, mean-pooled, through a small MLP) instead of the CLS token, which
             has also attended to the screen: the weights are then a function of the task's wording, as the
@@ -88,6 +92,7 @@ class ModelConfig:
     word_match: bool = False
     stats_head: bool = False
     stats_from_text: bool = False
+    cursor_match: bool = False
     vocab_size: int = 1024
     max_text_len: int = 48
     d_model: int = 192

@@ -143,20 +143,23 @@ def match_file(cache_dir: str | Path, cfg: ModelConfig, example_id: str, instruc
     """Where the word-match maps of one example (for one instruction, pruned or not) are cached."""
     from models.grounding import MAX_TERMS, SIZES, TERMS_VERSION
 
-    key = [instruction, SIZES, MAX_TERMS, prune, TERMS_VERSION]
+    key = [instruction, SIZES, MAX_TERMS, prune, TERMS_VERSION] + (["cursor"] if cfg.cursor_match else [])
     h = hashlib.sha1(json.dumps(key).encode()).hexdigest()[:10]
     return Path(cache_dir) / feature_key(cfg) / "match" / f"{_safe(example_id)}-{h}.npy"
 
 
-def _match_job(job: tuple[str, str, str, int, bool]) -> str | None:
-    """Compute one example's match maps from its cached patches (a process-pool task); an error text or None."""
-    from models.grounding import match_maps
+def _match_job(job: tuple[str, str, str, int, bool, bool]) -> str | None:
+    """Compute one example's match maps from its cached patches (a process-pool task); an error text or None.
 
-    feat, out, text, patch, prune = job
+    With ``cursor`` the maps have a third channel marking the pointer's patch, which :func:`load_records`
+    adds to the kept tokens (so the pruning cache stays the same for every config)."""
+    from models.grounding import token_maps
+
+    feat, out, text, patch, prune, cursor = job
     try:
         with np.load(feat) as z:
             patches, masks = z["patches"], z["masks"]
-        maps = match_maps(patches, text, patch, masks if prune else None).astype(np.float16)
+        maps = token_maps(patches, text, patch, masks if prune else None, cursor)[1].astype(np.float16)
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(out).with_suffix(".tmp.npy")
         np.save(tmp, maps)
@@ -176,7 +179,7 @@ def build_match_cache(df: pl.DataFrame, cfg: ModelConfig, cache_dir: str | Path,
         feat = cache_file(cache_dir, cfg, row["id"])
         out = match_file(cache_dir, cfg, row["id"], row["instruction"] or "", prune)
         if feat.is_file() and not out.is_file():
-            jobs.append((str(feat), str(out), row["instruction"] or "", cfg.patch, prune))
+            jobs.append((str(feat), str(out), row["instruction"] or "", cfg.patch, prune, cfg.cursor_match))
             ids.append(row["id"])
     errors: dict[str, str] = {}
     with contextlib.ExitStack() as stack:
@@ -200,7 +203,7 @@ def match_for(rec: Record, instruction: str, cfg: ModelConfig, cache_dir: str | 
     rid = str(rec.meta.get("id"))
     mf = match_file(cache_dir, cfg, rid, instruction, prune)
     if not mf.is_file() and (err := _match_job((str(cache_file(cache_dir, cfg, rid)), str(mf), instruction,
-                                                cfg.patch, prune))):
+                                                cfg.patch, prune, cfg.cursor_match))):
         raise ValueError(err)
     maps = np.load(mf).astype(np.float32)
     p = rec.positions
@@ -235,6 +238,8 @@ def load_records(df: pl.DataFrame, cfg: ModelConfig, cache_dir: str | Path, prun
             match = np.load(mf).astype(np.float32)
         if not prune:
             masks = np.ones_like(masks)
+        elif cfg.word_match and cfg.cursor_match:
+            masks = masks | (match[..., 2] > 0.5)  # the pointer's patch is always a token
         fe = row.get("first_error_step")
         fe = None if fe is None or (isinstance(fe, float) and np.isnan(fe)) else int(fe)
         success = bool(row["success"])

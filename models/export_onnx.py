@@ -19,7 +19,7 @@ import onnxruntime as ort
 import torch
 
 from models.config import ModelConfig
-from models.network import OUTPUT_NAMES, RewardNet, from_checkpoint, input_names
+from models.network import OUTPUT_NAMES, RewardNet, from_checkpoint, input_names, match_channels
 
 OPSET = 17
 DYNAMIC_AXES = {
@@ -82,7 +82,7 @@ def sample_batch(cfg: ModelConfig, batch: int = 2, frames: int = 3, tokens_per_f
         if batch > 1:
             out["text_pixel_mask"][-1, 1:] = False
     if cfg.word_match:
-        out["token_match"] = rng.uniform(0, 1, (batch, n, 2)).astype(np.float32)
+        out["token_match"] = rng.uniform(0, 1, (batch, n, match_channels(cfg))).astype(np.float32)
     if batch > 1:  # last example: one frame and some tokens and words fewer
         out["token_mask"][-1, n - tokens_per_frame:] = False
         out["text_mask"][-1, text // 2:] = False

@@ -170,7 +170,8 @@ class Example:
         text_ngrams: per instruction id, its character n-gram ids (None when the tokenizer has no n-grams).
         text_pixels: ``(P, D)`` uint8 patches of the instruction drawn in pixels (None unless the config asks).
         text_pixel_pos: ``(P, 2)`` int64 (row, col) of those patches.
-        match: ``(K, 2)`` float32 word-match scores of the kept patches (None unless ``cfg.word_match``).
+        match: ``(K, 2)`` float32 word-match scores of the kept patches (None unless ``cfg.word_match``;
+            ``(K, 3)`` with ``cfg.cursor_match``, whose pointer patches are kept too).
     """
 
     patches: np.ndarray
@@ -218,9 +219,13 @@ def with_word_match(ex: Example, patches: np.ndarray, masks: np.ndarray, text: s
         patches: ``(T, R, C, D)`` all keyframe patches; ``masks``: ``(T, R, C)`` the kept ones (``ex``'s order).
     """
     if cfg.word_match:
-        from models.grounding import match_maps
+        from models.grounding import token_maps
 
-        ex.match = match_maps(patches, text, cfg.patch, masks)[masks]
+        grown, maps = token_maps(patches, text, cfg.patch, masks, cfg.cursor_match)
+        if grown is not None and not np.array_equal(grown, masks):  # the pointer's patch joins the kept tokens
+            ex.patches, ex.positions, ex.masks = patches[grown], np.argwhere(grown).astype(np.int64), grown
+            masks = grown
+        ex.match = maps[masks]
     return ex
 
 

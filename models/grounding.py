@@ -11,6 +11,11 @@ token, added to its embedding through a learnt projection:
   written, in lower and in upper case;
 - channel 1: the best match of any other content word of the instruction (names, labels without quotes).
 
+With ``cursor`` (:func:`token_maps`, the config's ``cursor_match``) a third channel marks the patch under the
+pointer's tip (:func:`find_cursor`: the arrow is found by masked template matching), and that patch is always
+kept: a recording shows where the agent acted, and "the named word is under the pointer" is the reading a
+click task needs, where the first two channels only say the word is somewhere on screen.
+
 Scores are clipped to [0, 1]. Numpy + OpenCV + Pillow, no torch (the ONNX runtime path uses it).
 
 Type sizes: a match is sharp in size (a word drawn 2 px off scores ~0.4 instead of ~0.9), so the terms are drawn
@@ -129,6 +134,87 @@ def _term_grid(gray: np.ndarray, term: str, sizes: tuple[int, ...], patch: int =
     return best
 
 
+def _arrow_template(scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """The classic arrow pointer drawn at ``scale`` as (gray template, mask): outline black, fill white."""
+    from gui_app.core.collect.miniwob import cursor_sprite
+
+    outline, fill = cursor_sprite(1)
+    h, w = outline.shape
+    size = (max(1, int(round(w * scale))), max(1, int(round(h * scale))))
+    o = cv2.resize(outline.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST).astype(bool)
+    f = cv2.resize(fill.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST).astype(bool)
+    tpl = np.where(f, 255, 0).astype(np.uint8)
+    return tpl, (o | f).astype(np.uint8)
+
+
+def _sqdiff(img: np.ndarray, tpl: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Masked squared differences of ``tpl`` at every position of ``img`` (float32, OpenCV's layout)."""
+    return cv2.matchTemplate(img, tpl, cv2.TM_SQDIFF, mask=mask)
+
+
+def find_cursor(gray: np.ndarray, scale: float = 2.0, max_rms: float = 64.0, exact: bool = False,
+                candidates: int = 4) -> tuple[int, int] | None:
+    """Where the arrow pointer's tip is on a grayscale frame, ``(y, x)``, or None when no pointer is seen.
+
+    Masked squared-difference matching of the arrow (black outline, white fill) at ``scale`` (a 2x-scaled
+    screen: 2); a match counts when the RMS difference over the arrow's pixels is below ``max_rms`` (text
+    strokes on a light page have the black but not the white-inside-black pattern).
+
+    Coarse to fine: the frame and the arrow are halved (area averaging), the best ``candidates`` positions there
+    are re-matched at full resolution within 3 px, and the best of those is the answer: about 10x cheaper than
+    the full search (``exact=True``), and the same answer on recorded MiniWoB frames (``bench/cursor_probe.py``
+    counts the disagreements).
+    """
+    tpl, mask = _arrow_template(scale)
+    h, w = gray.shape
+    th, tw = tpl.shape
+    if h < th or w < tw:
+        return None
+    # Padded below and to the right (edge pixels repeated) so a pointer near those edges, partly outside the
+    # frame, is still found; its tip stays inside the frame.
+    padded = cv2.copyMakeBorder(gray, 0, th - 1, 0, tw - 1, cv2.BORDER_REPLICATE)
+    n_px = float(mask.sum())
+    if exact:
+        r = _sqdiff(padded, tpl, mask)
+        lo, _, loc, _ = cv2.minMaxLoc(r)
+        best, y, x = lo, loc[1], loc[0]
+    else:
+        half = lambda a: cv2.resize(a, (a.shape[1] // 2, a.shape[0] // 2), interpolation=cv2.INTER_AREA)  # noqa: E731
+        small_mask = (half(mask * 255) >= 128).astype(np.uint8)
+        coarse = _sqdiff(half(padded), half(tpl), small_mask).ravel()
+        k = min(candidates, coarse.size)
+        best, y, x = np.inf, 0, 0
+        cols = padded.shape[1] // 2 - tpl.shape[1] // 2 + 1  # width of the coarse result
+        for i in np.argpartition(coarse, k - 1)[:k]:
+            cy, cx = 2 * (int(i) // cols), 2 * (int(i) % cols)
+            y0, x0 = max(0, cy - 3), max(0, cx - 3)
+            y1, x1 = min(padded.shape[0], cy + 3 + th), min(padded.shape[1], cx + 3 + tw)
+            r = _sqdiff(padded[y0:y1, x0:x1], tpl, mask)
+            lo, _, loc, _ = cv2.minMaxLoc(r)
+            if lo < best:
+                best, y, x = lo, y0 + loc[1], x0 + loc[0]
+    if not np.isfinite(best) or np.sqrt(max(best, 0.0) / n_px) > max_rms or y >= h or x >= w:
+        return None
+    return int(y), int(x)
+
+
+def cursor_grid(patches: np.ndarray, patch: int, scale: float = 2.0) -> np.ndarray:
+    """``(T, R, C)`` bool: the patch under the pointer's tip on each keyframe (none where no pointer is seen).
+
+    Args:
+        patches: ``(T, R, C, patch*patch*3)`` uint8 keyframe patches (the pruning input).
+        scale: the pointer's size relative to a 12x19 arrow (:func:`find_cursor`).
+    """
+    t, r, c, _ = patches.shape
+    img = patches.reshape(t, r, c, patch, patch, 3).transpose(0, 1, 3, 2, 4, 5).reshape(t, r * patch, c * patch, 3)
+    out = np.zeros((t, r, c), bool)
+    for f in range(t):
+        hit = find_cursor(cv2.cvtColor(np.ascontiguousarray(img[f]), cv2.COLOR_RGB2GRAY), scale)
+        if hit is not None:
+            out[f, min(r - 1, hit[0] // patch), min(c - 1, hit[1] // patch)] = True
+    return out
+
+
 def match_maps(patches: np.ndarray, text: str, patch: int, masks: np.ndarray | None = None,
                sizes: tuple[int, ...] = SIZES, threads: int = 2) -> np.ndarray:
     """``(T, R, C, CHANNELS)`` float32 word-match scores per patch of each keyframe.
@@ -194,3 +280,19 @@ def match_maps(patches: np.ndarray, text: str, patch: int, masks: np.ndarray | N
     for (f, r0, r1, c0, c1), grid in zip(jobs, grids):  # merged here: the bands of a frame may overlap
         np.maximum(out[f, r0:r1, c0:c1], grid, out=out[f, r0:r1, c0:c1])
     return out
+
+
+def token_maps(patches: np.ndarray, text: str, patch: int, masks: np.ndarray | None = None, cursor: bool = False,
+               sizes: tuple[int, ...] = SIZES) -> tuple[np.ndarray | None, np.ndarray]:
+    """The model's per-patch match input: ``(masks, maps)``.
+
+    Without ``cursor``: ``masks`` unchanged and :func:`match_maps`. With it: the pointer-tip patches
+    (:func:`cursor_grid`) are added to ``masks`` (when given) and ``maps`` gets a third channel, 1.0 at them.
+    """
+    if not cursor:
+        return masks, match_maps(patches, text, patch, masks, sizes)
+    tips = cursor_grid(patches, patch)
+    if masks is not None:
+        masks = masks | tips
+    maps = match_maps(patches, text, patch, masks, sizes)
+    return masks, np.concatenate([maps, tips[..., None].astype(np.float32)], axis=-1)

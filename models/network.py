@@ -10,7 +10,8 @@ Shapes (B batch, N kept visual tokens, L instruction tokens, T keyframes, D = pa
 * ``text_ngrams`` (B, L, G) int64, only when ``cfg.char_ngrams`` > 0: each instruction word's hashed character
   n-gram ids (0 = padding), summed into the word's embedding.
 * ``token_match`` (B, N, 2) float32, only when ``cfg.word_match``: each kept patch's word-match scores
-  (:mod:`models.grounding`), projected and added to its embedding.
+  (:mod:`models.grounding`), projected and added to its embedding; (B, N, 3) with ``cfg.cursor_match``, the
+  third channel 1.0 on the patch under the pointer.
 
 Outputs: ``success_logit`` (B,) and ``frame_logits`` (B, T): a logit per keyframe for "the run first deviates
 here" (padding frames get -1e9, so a softmax over T is the first-deviation distribution).
@@ -30,6 +31,11 @@ from torch import nn
 from models.config import ModelConfig
 
 MATCH_CHANNELS = 2  # models.grounding.CHANNELS (not imported: the network needs no OpenCV)
+
+
+def match_channels(cfg: ModelConfig) -> int:
+    """Match scores per visual token: the two word channels, plus the pointer channel with ``cursor_match``."""
+    return MATCH_CHANNELS + (1 if cfg.cursor_match else 0)
 
 _NEG = -1e9
 
@@ -121,7 +127,7 @@ class RewardNet(nn.Module):
             self.pix_y = nn.Embedding(16, d)
             self.pix_x = nn.Embedding(cfg.max_grid, d)
             self.pix_type = nn.Parameter(torch.zeros(d))
-        self.match_embed = nn.Linear(MATCH_CHANNELS, d) if cfg.word_match else None
+        self.match_embed = nn.Linear(match_channels(cfg), d) if cfg.word_match else None
         self.type_embed = nn.Embedding(3, d)  # 0 CLS, 1 text, 2 visual
         self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
@@ -222,7 +228,8 @@ class RewardNet(nn.Module):
             pooled_ev = torch.logsumexp(ev, dim=1)  # (B, 2): soft maxima (their log N growth cancels below)
             success_logit = success_logit + pooled_ev[:, 0] - pooled_ev[:, 1]
         if self.stats_weights is not None:
-            st = run_stats(positions, token_mask, frame_mask, token_match if self.cfg.word_match else None)
+            st = run_stats(positions, token_mask, frame_mask, token_match if self.cfg.word_match else None,
+                           self.cfg.word_match and self.cfg.cursor_match)
             src = cls if self.stats_text is None or text_summary is None else self.stats_text(text_summary)
             w = self.stats_weights(src)  # (B, S + 1): the instruction decides what each statistic means
             success_logit = success_logit + (w[:, :-1] * st).sum(dim=-1) + w[:, -1]
@@ -246,14 +253,16 @@ class RewardNet(nn.Module):
 
 def n_stats(cfg: ModelConfig) -> int:
     """How many run statistics :func:`run_stats` gives for ``cfg``."""
-    return 3 + (5 if cfg.word_match else 0)
+    return 3 + (5 if cfg.word_match else 0) + (5 if cfg.word_match and cfg.cursor_match else 0)
 
 
 def run_stats(positions: torch.Tensor, token_mask: torch.Tensor, frame_mask: torch.Tensor,
-              token_match: torch.Tensor | None) -> torch.Tensor:
+              token_match: torch.Tensor | None, pointer: bool = False) -> torch.Tensor:
     """(B, S) statistics of a run: log(1 + keyframes), log(1 + tokens in the last keyframe), log(1 + tokens);
     with word scores also their best overall (2 channels), best in the last keyframe (2) and the share of
-    tokens whose quoted-term score exceeds 0.8. Padding counts for nothing."""
+    tokens whose quoted-term score exceeds 0.8; with ``pointer`` (a third match channel) also the two scores under the pointer
+    (best over the run, last keyframe) and whether a pointer was seen on the last keyframe. Padding counts for
+    nothing."""
     tm = token_mask.to(torch.float32)  # (B, N)
     n_frames = frame_mask.to(torch.float32).sum(dim=1)  # (B,)
     last = (positions[..., 0].to(torch.float32) == (n_frames - 1).unsqueeze(1)).to(torch.float32) * tm  # (B, N)
@@ -265,6 +274,12 @@ def run_stats(positions: torch.Tensor, token_mask: torch.Tensor, frame_mask: tor
         best_last = (m * last.unsqueeze(-1)).max(dim=1).values  # (B, 2)
         share = ((m[..., 0] > 0.8).to(torch.float32) * tm).sum(dim=1) / n_tok.clamp(min=1.0)
         out += [best[:, 0], best[:, 1], best_last[:, 0], best_last[:, 1], share]
+        if pointer:  # the third channel marks the pointer's patch: the word scores under the pointer
+            tip = m[..., 2:3]  # (B, N, 1): 1 on the pointer's patch of each keyframe
+            under = (m[..., :2] * tip).max(dim=1).values  # (B, 2): best over the run
+            under_last = (m[..., :2] * tip * last.unsqueeze(-1)).max(dim=1).values  # (B, 2)
+            seen_last = (tip[..., 0] * last).max(dim=1).values  # (B,): a pointer found on the last keyframe
+            out += [under[:, 0], under[:, 1], under_last[:, 0], under_last[:, 1], seen_last]
     return torch.stack(out, dim=1)
 
 

@@ -1,0 +1,114 @@
+"""Pointer probe: is the instruction's named word where the pointer is, and does that tell success apart?
+
+    python bench/cursor_probe.py [--quick] [--json] [--data DS]
+
+A screen recording shows the pointer. Where it rests at the end of a step is where the agent acted, so "the
+quoted term is written under the pointer" is a direct reading of "the agent clicked what it was told to"; the
+word-match maps alone only say the term is somewhere on screen. This probe computes the features of the shipped
+config with ``cursor_match`` on (the pointer found on every keyframe by :func:`models.grounding.find_cursor`,
+its patch kept and marked), takes the run statistics of the network's own statistics head (eight without the
+pointer, thirteen with it) and fits the same logistic regressions as ``bench/stats_probe.py`` on both
+(statistics alone: one set of weights for every task; validation split and held-out task types). Needs
+recordings and the training cache of the shipped config (built here if missing, plus the pointer match maps).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import _common  # noqa: I001 -- first: puts the repository on sys.path
+
+import numpy as np  # noqa: E402
+from stats_probe import fit_accuracy, statistics  # noqa: E402
+
+
+def main() -> int:
+    p = _common.parser(__doc__.splitlines()[0])
+    p.add_argument("--data", default=str(_common.REPO / "data" / "ds"), help="dataset folder (manifest.parquet)")
+    args = p.parse_args()
+    fig = _common.Figures(args.json)
+    import json
+
+    from models.config import ModelConfig
+    from models.data import build_cache, build_match_cache, load_records, read_manifest
+    from models.runtime import WEIGHTS_DIR
+
+    if not (Path(args.data) / "manifest.parquet").is_file():
+        fig.add("skipped_no_recordings", str(Path(args.data) / "manifest.parquet"))
+        fig.emit()
+        return 0
+    cfg = ModelConfig.from_dict(json.loads((WEIGHTS_DIR / "model.json").read_text())["config"])
+    cfg.word_match = cfg.cursor_match = True
+    df = read_manifest(args.data)
+    parts = {s: df.filter(df["split"] == s) for s in ("train", "val", "heldout_task")}
+    if args.quick:
+        parts["train"] = parts["train"].sample(n=min(600, len(parts["train"])), seed=0)
+        parts["heldout_task"] = parts["heldout_task"].sample(n=min(300, len(parts["heldout_task"])), seed=0)
+    cache = Path(args.data) / "cache"
+    for name, part in parts.items():
+        _common.log(f"features: {name} ({len(part)} runs)")
+        build_cache(part, cfg, cache)
+        build_match_cache(part, cfg, cache, workers=2)
+
+    # The coarse-to-fine pointer search against the full one, on the validation keyframes: answers and time.
+    import time
+
+    import cv2
+
+    from models.data import cache_file
+    from models.grounding import find_cursor
+
+    frames = agree = 0
+    t_fast = t_full = 0.0
+    for rid in parts["val"]["id"].to_list():
+        f = cache_file(cache, cfg, rid)
+        if not f.is_file():
+            continue
+        with np.load(f) as z:
+            pt = z["patches"]
+        t, r, c, _ = pt.shape
+        img = pt.reshape(t, r, c, cfg.patch, cfg.patch, 3).transpose(0, 1, 3, 2, 4, 5).reshape(
+            t, r * cfg.patch, c * cfg.patch, 3)
+        for k in range(t):
+            g = cv2.cvtColor(np.ascontiguousarray(img[k]), cv2.COLOR_RGB2GRAY)
+            t0 = time.perf_counter()
+            a = find_cursor(g)
+            t1 = time.perf_counter()
+            b = find_cursor(g, exact=True)
+            t_fast, t_full = t_fast + t1 - t0, t_full + time.perf_counter() - t1
+            frames, agree = frames + 1, agree + (a == b)
+    fig.add("pointer_search_frames_val", frames)
+    fig.add("pointer_search_same_as_full", agree)
+    fig.add("pointer_search_ms_per_frame", 1000 * t_fast / max(1, frames), "ms")
+    fig.add("pointer_search_full_ms_per_frame", 1000 * t_full / max(1, frames), "ms")
+
+    def design(part):
+        recs = load_records(part, cfg, cache)
+        stats = np.array([statistics(r) for r in recs])
+        return stats, np.array([float(r.success) for r in recs]), [str(r.meta.get("negative_kind")) for r in recs]
+
+    st, yt, _ = design(parts["train"])
+    sv, yv, kv = design(parts["val"])
+    sh, yh, _ = design(parts["heldout_task"])
+    fig.add("pointer_seen_last_keyframe_val", float(sv[:, 12].mean()))
+    for kind in sorted(set(kv)):
+        sel = np.array([k == kind for k in kv])
+        fig.add(f"val_median_quoted_under_pointer_last_{kind}", float(np.median(sv[sel, 10])))
+        fig.add(f"val_median_quoted_best_last_{kind}", float(np.median(sv[sel, 5])))
+    mu, sd = st.mean(0), st.std(0) + 1e-6
+    st, sv, sh = (st - mu) / sd, (sv - mu) / sd, (sh - mu) / sd
+    base = list(range(8))
+    fig.add("runs_train", len(yt))
+    fig.add("val_majority", float(max(yv.mean(), 1 - yv.mean())))
+    fig.add("val_acc_stats_only", fit_accuracy(st[:, base], yt, sv[:, base], yv))
+    fig.add("val_acc_stats_pointer", fit_accuracy(st, yt, sv, yv))
+    fig.add("heldout_majority", float(max(yh.mean(), 1 - yh.mean())))
+    fig.add("heldout_acc_stats_only", fit_accuracy(st[:, base], yt, sh[:, base], yh))
+    fig.add("heldout_acc_stats_pointer", fit_accuracy(st, yt, sh, yh))
+    fig.emit()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
