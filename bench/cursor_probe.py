@@ -7,8 +7,9 @@ quoted term is written under the pointer" is a direct reading of "the agent clic
 word-match maps alone only say the term is somewhere on screen. This probe computes the features of the shipped
 config with ``cursor_match`` on (the pointer found on every keyframe by :func:`models.grounding.find_cursor`,
 its patch kept and marked), takes the run statistics of the network's own statistics head (eight without the
-pointer, thirteen with it) and fits the same logistic regressions as ``bench/stats_probe.py`` on both
-(statistics alone: one set of weights for every task; validation split and held-out task types). Needs
+pointer, thirteen with it) and fits the same logistic regressions as ``bench/stats_probe.py`` on both: per-task
+weights on the validation split, and the statistics alone (one set of weights for every task) on validation and
+on the held-out task types. Also checks the coarse-to-fine pointer search against the full one. Needs
 recordings and the training cache of the shipped config (built here if missing, plus the pointer match maps).
 """
 
@@ -86,16 +87,14 @@ def main() -> int:
     def design(part):
         recs = load_records(part, cfg, cache)
         stats = np.array([statistics(r) for r in recs])
-        return stats, np.array([float(r.success) for r in recs]), [str(r.meta.get("negative_kind")) for r in recs]
+        return (stats, np.array([float(r.success) for r in recs]), [str(r.meta.get("negative_kind")) for r in recs],
+                [str(r.meta.get("task")) for r in recs])
 
-    st, yt, _ = design(parts["train"])
-    sv, yv, kv = design(parts["val"])
-    sh, yh, _ = design(parts["heldout_task"])
+    st, yt, _, tt = design(parts["train"])
+    sv, yv, _, tv = design(parts["val"])
+    sh, yh, _, _ = design(parts["heldout_task"])
+    tasks = sorted(set(tt))
     fig.add("pointer_seen_last_keyframe_val", float(sv[:, 12].mean()))
-    for kind in sorted(set(kv)):
-        sel = np.array([k == kind for k in kv])
-        fig.add(f"val_median_quoted_under_pointer_last_{kind}", float(np.median(sv[sel, 10])))
-        fig.add(f"val_median_quoted_best_last_{kind}", float(np.median(sv[sel, 5])))
     mu, sd = st.mean(0), st.std(0) + 1e-6
     st, sv, sh = (st - mu) / sd, (sv - mu) / sd, (sh - mu) / sd
     base = list(range(8))
@@ -103,6 +102,12 @@ def main() -> int:
     fig.add("val_majority", float(max(yv.mean(), 1 - yv.mean())))
     fig.add("val_acc_stats_only", fit_accuracy(st[:, base], yt, sv[:, base], yv))
     fig.add("val_acc_stats_pointer", fit_accuracy(st, yt, sv, yv))
+    def per_task(x, names):  # task one-hot, the statistics, and each statistic times each task's indicator
+        onehot = np.array([[float(n == t) for t in tasks] for n in names])
+        return np.hstack([onehot, x] + [x * onehot[:, [k]] for k in range(len(tasks))])
+
+    fig.add("val_acc_per_task_weights", fit_accuracy(per_task(st[:, base], tt), yt, per_task(sv[:, base], tv), yv))
+    fig.add("val_acc_per_task_weights_pointer", fit_accuracy(per_task(st, tt), yt, per_task(sv, tv), yv))
     fig.add("heldout_majority", float(max(yh.mean(), 1 - yh.mean())))
     fig.add("heldout_acc_stats_only", fit_accuracy(st[:, base], yt, sh[:, base], yh))
     fig.add("heldout_acc_stats_pointer", fit_accuracy(st, yt, sh, yh))

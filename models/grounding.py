@@ -161,9 +161,9 @@ def find_cursor(gray: np.ndarray, scale: float = 2.0, max_rms: float = 64.0, exa
     strokes on a light page have the black but not the white-inside-black pattern).
 
     Coarse to fine: the frame and the arrow are halved (area averaging), the best ``candidates`` positions there
-    are re-matched at full resolution within 3 px, and the best of those is the answer: about 10x cheaper than
-    the full search (``exact=True``), and the same answer on recorded MiniWoB frames (``bench/cursor_probe.py``
-    counts the disagreements).
+    are re-matched at full resolution within 3 px, and the best of those is the answer: 1.7 against 5.0 ms a
+    320x416 frame for the full search (``exact=True``), with the same answer on all 974 validation keyframes of
+    the MiniWoB recordings (``bench/cursor_probe.py`` counts the disagreements).
     """
     tpl, mask = _arrow_template(scale)
     h, w = gray.shape
