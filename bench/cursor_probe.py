@@ -21,7 +21,7 @@ from pathlib import Path
 import _common  # noqa: I001 -- first: puts the repository on sys.path
 
 import numpy as np  # noqa: E402
-from stats_probe import fit_accuracy, statistics  # noqa: E402
+from stats_probe import fit_accuracy, prepare, statistics  # noqa: E402
 
 
 def main() -> int:
@@ -29,28 +29,13 @@ def main() -> int:
     p.add_argument("--data", default=str(_common.REPO / "data" / "ds"), help="dataset folder (manifest.parquet)")
     args = p.parse_args()
     fig = _common.Figures(args.json)
-    import json
+    from models.data import load_records
 
-    from models.config import ModelConfig
-    from models.data import build_cache, build_match_cache, load_records, read_manifest
-    from models.runtime import WEIGHTS_DIR
-
-    if not (Path(args.data) / "manifest.parquet").is_file():
-        fig.add("skipped_no_recordings", str(Path(args.data) / "manifest.parquet"))
+    ready = prepare(fig, args.data, args.quick, pointer=True)
+    if ready is None:
         fig.emit()
         return 0
-    cfg = ModelConfig.from_dict(json.loads((WEIGHTS_DIR / "model.json").read_text())["config"])
-    cfg.word_match = cfg.cursor_match = True
-    df = read_manifest(args.data)
-    parts = {s: df.filter(df["split"] == s) for s in ("train", "val", "heldout_task")}
-    if args.quick:
-        parts["train"] = parts["train"].sample(n=min(600, len(parts["train"])), seed=0)
-        parts["heldout_task"] = parts["heldout_task"].sample(n=min(300, len(parts["heldout_task"])), seed=0)
-    cache = Path(args.data) / "cache"
-    for name, part in parts.items():
-        _common.log(f"features: {name} ({len(part)} runs)")
-        build_cache(part, cfg, cache)
-        build_match_cache(part, cfg, cache, workers=2)
+    cfg, parts, cache = ready
 
     # The coarse-to-fine pointer search against the full one, on the validation keyframes: answers and time.
     import time

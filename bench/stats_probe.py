@@ -8,8 +8,9 @@ tokens in the last keyframe, log tokens in all, best quoted-term and word match 
 keyframe, share of tokens with a quoted match above 0.8. Prints validation accuracy for the task alone, task +
 lengths, task + match scores, all of them, and all with per-task weights (task x statistic interactions); and
 the statistics alone (one set of weights for every task) on validation and on the held-out task types.
-Features come from the training cache of the shipped config (``rollscope train`` builds it; built here if
-missing, a few minutes). Needs recordings (``rollscope collect miniwob`` + ``rollscope dataset build``).
+Features come from the training cache of the shipped config without its pointer channel (``rollscope train``
+builds it; built here if missing, a few minutes). Needs recordings (``rollscope collect miniwob`` +
+``rollscope dataset build``).
 """
 
 from __future__ import annotations
@@ -56,32 +57,46 @@ def fit_accuracy(xt: np.ndarray, yt: np.ndarray, xv: np.ndarray, yv: np.ndarray,
     return float(((p > 0.5) == (yv > 0.5)).mean())
 
 
+def prepare(fig, data: str, quick: bool, pointer: bool = False):
+    """``(cfg, parts, cache)`` for a probe: the shipped config (word matching on, the pointer channel as asked),
+    the train / val / heldout_task manifest parts (train and held-out sampled under ``quick``) and the cache
+    folder, with features and match maps built where missing; None (and a ``skipped`` figure) without data."""
+    import json
+
+    from models.config import ModelConfig
+    from models.data import build_cache, build_match_cache, read_manifest
+    from models.runtime import WEIGHTS_DIR
+
+    if not (Path(data) / "manifest.parquet").is_file():
+        fig.add("skipped_no_recordings", str(Path(data) / "manifest.parquet"))
+        return None
+    cfg = ModelConfig.from_dict(json.loads((WEIGHTS_DIR / "model.json").read_text())["config"])
+    cfg.word_match, cfg.cursor_match = True, pointer
+    df = read_manifest(data)
+    parts = {s: df.filter(df["split"] == s) for s in ("train", "val", "heldout_task")}
+    if quick:
+        parts["train"] = parts["train"].sample(n=min(800, len(parts["train"])), seed=0)
+        parts["heldout_task"] = parts["heldout_task"].sample(n=min(300, len(parts["heldout_task"])), seed=0)
+    cache = Path(data) / "cache"
+    for name, part in parts.items():
+        _common.log(f"features: {name} ({len(part)} runs)")
+        build_cache(part, cfg, cache)
+        build_match_cache(part, cfg, cache, workers=2)
+    return cfg, parts, cache
+
+
 def main() -> int:
     p = _common.parser(__doc__.splitlines()[0])
     p.add_argument("--data", default=str(_common.REPO / "data" / "ds"), help="dataset folder (manifest.parquet)")
     args = p.parse_args()
     fig = _common.Figures(args.json)
-    from models.config import ModelConfig
-    from models.data import build_cache, build_match_cache, load_records, read_manifest
-    from models.runtime import WEIGHTS_DIR
+    from models.data import load_records
 
-    if not (Path(args.data) / "manifest.parquet").is_file():
-        fig.add("skipped_no_recordings", str(Path(args.data) / "manifest.parquet"))
+    ready = prepare(fig, args.data, args.quick)
+    if ready is None:
         fig.emit()
         return 0
-    import json
-
-    cfg = ModelConfig.from_dict(json.loads((WEIGHTS_DIR / "model.json").read_text())["config"])
-    cfg.word_match = True
-    df = read_manifest(args.data)
-    parts = {s: df.filter(df["split"] == s) for s in ("train", "val", "heldout_task")}
-    if args.quick:
-        parts["train"] = parts["train"].sample(n=min(800, len(parts["train"])), seed=0)
-        parts["heldout_task"] = parts["heldout_task"].sample(n=min(300, len(parts["heldout_task"])), seed=0)
-    cache = Path(args.data) / "cache"
-    for part in parts.values():
-        build_cache(part, cfg, cache)
-        build_match_cache(part, cfg, cache, workers=2)
+    cfg, parts, cache = ready
     recs = {s: load_records(part, cfg, cache) for s, part in parts.items()}
     tasks = sorted({str(r.meta.get("task")) for r in recs["train"]})
 

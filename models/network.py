@@ -260,9 +260,9 @@ def run_stats(positions: torch.Tensor, token_mask: torch.Tensor, frame_mask: tor
               token_match: torch.Tensor | None, pointer: bool = False) -> torch.Tensor:
     """(B, S) statistics of a run: log(1 + keyframes), log(1 + tokens in the last keyframe), log(1 + tokens);
     with word scores also their best overall (2 channels), best in the last keyframe (2) and the share of
-    tokens whose quoted-term score exceeds 0.8; with ``pointer`` (a third match channel) also the two scores under the pointer
-    (best over the run, last keyframe) and whether a pointer was seen on the last keyframe. Padding counts for
-    nothing."""
+    tokens whose quoted-term score exceeds 0.8; with ``pointer`` (a third match channel) also the two scores
+    under the pointer (best over the run, last keyframe) and whether a pointer was seen on the last keyframe.
+    Padding counts for nothing."""
     tm = token_mask.to(torch.float32)  # (B, N)
     n_frames = frame_mask.to(torch.float32).sum(dim=1)  # (B,)
     last = (positions[..., 0].to(torch.float32) == (n_frames - 1).unsqueeze(1)).to(torch.float32) * tm  # (B, N)
