@@ -33,6 +33,7 @@ time per run halved.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import cv2
@@ -134,8 +135,10 @@ def _term_grid(gray: np.ndarray, term: str, sizes: tuple[int, ...], patch: int =
     return best
 
 
-def _arrow_template(scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """The classic arrow pointer drawn at ``scale`` as (gray template, mask): outline black, fill white."""
+@functools.lru_cache(maxsize=8)
+def _arrow_template(scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The classic arrow pointer drawn at ``scale``: (gray template, mask) with outline black and fill white,
+    and both halved for the coarse search (computed once per scale)."""
     from gui_app.core.collect.miniwob import cursor_sprite
 
     outline, fill = cursor_sprite(1)
@@ -144,7 +147,13 @@ def _arrow_template(scale: float) -> tuple[np.ndarray, np.ndarray]:
     o = cv2.resize(outline.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST).astype(bool)
     f = cv2.resize(fill.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST).astype(bool)
     tpl = np.where(f, 255, 0).astype(np.uint8)
-    return tpl, (o | f).astype(np.uint8)
+    mask = (o | f).astype(np.uint8)
+    return tpl, mask, _half(tpl), (_half(mask * 255) >= 128).astype(np.uint8)
+
+
+def _half(a: np.ndarray) -> np.ndarray:
+    """``a`` at half size (area averaging)."""
+    return cv2.resize(a, (a.shape[1] // 2, a.shape[0] // 2), interpolation=cv2.INTER_AREA)
 
 
 def _sqdiff(img: np.ndarray, tpl: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -165,7 +174,7 @@ def find_cursor(gray: np.ndarray, scale: float = 2.0, max_rms: float = 64.0, exa
     320x416 frame for the full search (``exact=True``), with the same answer on all 974 validation keyframes of
     the MiniWoB recordings (``bench/cursor_probe.py`` counts the disagreements).
     """
-    tpl, mask = _arrow_template(scale)
+    tpl, mask, small_tpl, small_mask = _arrow_template(float(scale))
     h, w = gray.shape
     th, tw = tpl.shape
     if h < th or w < tw:
@@ -179,12 +188,10 @@ def find_cursor(gray: np.ndarray, scale: float = 2.0, max_rms: float = 64.0, exa
         lo, _, loc, _ = cv2.minMaxLoc(r)
         best, y, x = lo, loc[1], loc[0]
     else:
-        half = lambda a: cv2.resize(a, (a.shape[1] // 2, a.shape[0] // 2), interpolation=cv2.INTER_AREA)  # noqa: E731
-        small_mask = (half(mask * 255) >= 128).astype(np.uint8)
-        coarse = _sqdiff(half(padded), half(tpl), small_mask).ravel()
+        coarse = _sqdiff(_half(padded), small_tpl, small_mask).ravel()
         k = min(candidates, coarse.size)
         best, y, x = np.inf, 0, 0
-        cols = padded.shape[1] // 2 - tpl.shape[1] // 2 + 1  # width of the coarse result
+        cols = padded.shape[1] // 2 - small_tpl.shape[1] + 1  # width of the coarse result
         for i in np.argpartition(coarse, k - 1)[:k]:
             cy, cx = 2 * (int(i) // cols), 2 * (int(i) % cols)
             y0, x0 = max(0, cy - 3), max(0, cx - 3)
