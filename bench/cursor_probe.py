@@ -44,6 +44,7 @@ def main() -> int:
 
     from models.data import cache_file
     from models.grounding import find_cursor
+    from models.pruning import unpatchify
 
     frames = agree = 0
     t_fast = t_full = 0.0
@@ -53,10 +54,8 @@ def main() -> int:
             continue
         with np.load(f) as z:
             pt = z["patches"]
-        t, r, c, _ = pt.shape
-        img = pt.reshape(t, r, c, cfg.patch, cfg.patch, 3).transpose(0, 1, 3, 2, 4, 5).reshape(
-            t, r * cfg.patch, c * cfg.patch, 3)
-        for k in range(t):
+        img = unpatchify(pt, cfg.patch)
+        for k in range(len(img)):
             g = cv2.cvtColor(np.ascontiguousarray(img[k]), cv2.COLOR_RGB2GRAY)
             t0 = time.perf_counter()
             a = find_cursor(g)

@@ -40,6 +40,7 @@ import cv2
 import numpy as np
 from scipy import ndimage
 
+from models.pruning import unpatchify
 from models.render import draw_word
 
 CHANNELS = 2
@@ -213,7 +214,7 @@ def cursor_grid(patches: np.ndarray, patch: int, scale: float = 2.0) -> np.ndarr
         scale: the pointer's size relative to a 12x19 arrow (:func:`find_cursor`).
     """
     t, r, c, _ = patches.shape
-    img = patches.reshape(t, r, c, patch, patch, 3).transpose(0, 1, 3, 2, 4, 5).reshape(t, r * patch, c * patch, 3)
+    img = unpatchify(patches, patch)
     out = np.zeros((t, r, c), bool)
     for f in range(t):
         hit = find_cursor(cv2.cvtColor(np.ascontiguousarray(img[f]), cv2.COLOR_RGB2GRAY), scale)
@@ -243,7 +244,7 @@ def match_maps(patches: np.ndarray, text: str, patch: int, masks: np.ndarray | N
     quoted, words = instruction_terms(text)
     if not quoted and not words:
         return out
-    img = patches.reshape(t, r, c, patch, patch, 3).transpose(0, 1, 3, 2, 4, 5).reshape(t, r * patch, c * patch, 3)
+    img = unpatchify(patches, patch)
     # Kept patches are matched in regions holding every template window that can cover them: each kept patch
     # grown by the largest drawn term (its height in rows, its width in columns), then cut into connected
     # clusters, so a cursor that moved and a field that changed far apart are matched apart, not the screen

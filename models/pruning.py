@@ -100,6 +100,13 @@ def patchify(frames: np.ndarray, patch: int = 16) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 1, 3, 2, 4, 5).reshape(t, r, cc, patch * patch * c))
 
 
+def unpatchify(patches: np.ndarray, patch: int = 16) -> np.ndarray:
+    """The inverse of :func:`patchify`: ``(T, R, C, p*p*3)`` patches -> ``(T, R*p, C*p, 3)`` frames (a view
+    where numpy can give one)."""
+    t, r, c, _ = patches.shape
+    return patches.reshape(t, r, c, patch, patch, 3).transpose(0, 1, 3, 2, 4, 5).reshape(t, r * patch, c * patch, 3)
+
+
 def to_float(patches: np.ndarray) -> np.ndarray:
     """uint8 pixels -> float32 in [-1, 1] (same shape)."""
     out = np.multiply(patches, np.float32(2.0 / 255.0), dtype=np.float32)  # one pass, no float64 temporary

@@ -158,3 +158,12 @@ def test_spatial_keep_equals_the_plain_rule(frames, max_component):
     # frame boundary must never be joined.
     p = to_float(patchify(frames))
     assert np.array_equal(spatial_keep(p, 3.0, max_component), _spatial_reference(p, 3.0, max_component))
+
+
+def test_unpatchify_inverts_patchify():
+    from models.pruning import patchify, unpatchify
+
+    frames = np.random.default_rng(0).integers(0, 256, (3, 48, 32, 3), dtype=np.uint8)
+    patches = patchify(frames, 16)
+    assert patches.shape == (3, 3, 2, 768)
+    assert np.array_equal(unpatchify(patches, 16), frames)
