@@ -65,6 +65,9 @@ class ModelConfig:
             embeddings before the transformer, mean-pooled, through a small MLP) instead of the CLS token, which
             has also attended to the screen: the weights are then a function of the task's wording, as the
             probe's per-task weights are.
+        members: networks of this config whose outputs are averaged (an ensemble; 1 = a single network).
+            Each member is trained on its own with a different seed and ``rollscope ensemble`` combines the
+            runs: the averaged logits vary less from seed to seed than any one network.
         vocab_size: instruction vocabulary size (set from the tokenizer).
         max_text_len: instruction tokens kept (longer instructions are truncated).
         d_model: transformer width.
@@ -93,6 +96,7 @@ class ModelConfig:
     stats_head: bool = False
     stats_from_text: bool = False
     cursor_match: bool = False
+    members: int = 1
     vocab_size: int = 1024
     max_text_len: int = 48
     d_model: int = 192

@@ -23,6 +23,7 @@ which the factorised (t, y, x) position embeddings give it.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -295,13 +296,39 @@ def input_names(cfg: ModelConfig) -> tuple[str, ...]:
             + (("token_match",) if cfg.word_match else ()))
 
 
-def build(cfg: ModelConfig) -> RewardNet:
-    """The network for ``cfg`` (randomly initialised)."""
-    return RewardNet(cfg)
+class Ensemble(nn.Module):
+    """``cfg.members`` networks of one config, called on the same inputs, their logits averaged.
+
+    Members are trained apart (``rollscope train --seed N``) and combined by :func:`models.ensemble.combine`;
+    the state dict holds each member's weights under ``members.<i>.``. The inputs and outputs are those of one
+    :class:`RewardNet`, so export, runtime and evaluation take either."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        one = replace(cfg, members=1)
+        self.members = nn.ModuleList([RewardNet(one) for _ in range(cfg.members)])
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, **inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        outs = [m(**inputs) for m in self.members]
+        success = torch.stack([o[0] for o in outs]).mean(dim=0)  # (B,)
+        # The mean of the members' frame logits: its softmax is their normalised geometric mean (padded
+        # keyframes carry the same large negative logit in every member, so they stay out).
+        frames = torch.stack([o[1] for o in outs]).mean(dim=0)  # (B, T)
+        return success, frames
 
 
-def from_checkpoint(ckpt: dict) -> RewardNet:
+def build(cfg: ModelConfig) -> RewardNet | Ensemble:
+    """The network for ``cfg`` (randomly initialised): one :class:`RewardNet`, or an :class:`Ensemble` when
+    ``cfg.members > 1``."""
+    return Ensemble(cfg) if cfg.members > 1 else RewardNet(cfg)
+
+
+def from_checkpoint(ckpt: dict) -> RewardNet | Ensemble:
     """Rebuild a network from a checkpoint dict ``{"state_dict", "config", "feature_version"}`` (eval mode)."""
-    net = RewardNet(ModelConfig.from_dict(ckpt["config"]))
+    net = build(ModelConfig.from_dict(ckpt["config"]))
     net.load_state_dict(ckpt["state_dict"])
     return net.eval()

@@ -95,11 +95,11 @@ class _TorchBackend:
     def __init__(self, state: dict, cfg: ModelConfig, threads: int):
         import torch
 
-        from models.network import RewardNet
+        from models.network import build
 
         torch.set_num_threads(threads)
         self.torch = torch
-        self.net = RewardNet(cfg)
+        self.net = build(cfg)
         self.net.load_state_dict({k: v.float() for k, v in state.items()})
         self.net.eval()
 

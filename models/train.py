@@ -399,6 +399,9 @@ def train(args: TrainArgs, log=print) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = ModelConfig.from_dict(args.config) if args.config else ModelConfig()
+    if cfg.members != 1:
+        raise ValueError(f"config members={cfg.members}: train one network per run (--seed N) and combine the "
+                         f"runs with `rollscope ensemble`")
     init = None
     if args.init:
         # Continue from an earlier run (a pretraining run, or a run on an earlier dataset build): its config,
