@@ -72,10 +72,11 @@ def _variant_metrics(rows: list[dict], thr: float) -> dict:
         v = np.array([r[k] for r in rows]) * 1000
         m[f"{k}_ms_mean"] = float(v.mean()) if len(v) else float("nan")
         m[f"{k}_ms_median"] = float(np.median(v)) if len(v) else float("nan")
-    by_kind: dict[str, list] = {}
-    for r in rows:
-        by_kind.setdefault(r["kind"], []).append((r["p"] >= thr) == r["success"])
-    m["accuracy_by_negative_kind"] = {k: float(np.mean(v)) for k, v in sorted(by_kind.items())}
+    for key, name in (("kind", "accuracy_by_negative_kind"), ("task", "accuracy_by_task")):
+        groups: dict[str, list] = {}
+        for r in rows:
+            groups.setdefault(r.get(key) or "?", []).append((r["p"] >= thr) == r["success"])
+        m[name] = {k: float(np.mean(v)) for k, v in sorted(groups.items())}
     return m
 
 
@@ -136,7 +137,7 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, twin_dir: str 
                                       "true_step": true_step, "kept": res.tokens_kept, "total": res.tokens_total,
                                       "forward": res.timings["forward"],
                                       "e2e": t_decode + t_prune + res.timings["forward"],
-                                      "kind": row.get("negative_kind") or "none"})
+                                      "kind": row.get("negative_kind") or "none", "task": row.get("task") or "?"})
         warm = True
         if progress is not None:
             progress(i + 1, len(todo))
@@ -175,6 +176,8 @@ def format_table(report: dict) -> str:
         for n in names:
             kinds = ", ".join(f"{k} {v:.1%}" for k, v in variants[n]["accuracy_by_negative_kind"].items())
             lines.append(f"  accuracy by kind [{n}]: {kinds}")
+            tasks = ", ".join(f"{k} {v:.0%}" for k, v in variants[n].get("accuracy_by_task", {}).items())
+            lines.append(f"  accuracy by task [{n}]: {tasks}")
     for k, b in report["onnx_bytes"].items():
         lines.append(f"ONNX size [{k}]: {b / 1e6:.2f} MB")
     lines.append(f"peak memory (RSS): {report['peak_rss_mb']:.0f} MB")
@@ -206,6 +209,9 @@ def format_markdown(report: dict) -> str:
         kinds = ", ".join(f"{k} {v:.1%}" for k, v in
                           report["splits"][split][name]["accuracy_by_negative_kind"].items())
         lines.append(f"- accuracy by negative kind ({split}, {name}): {kinds}")
+        tasks = ", ".join(f"{k} {v:.0%}" for k, v in
+                          report["splits"][split][name].get("accuracy_by_task", {}).items())
+        lines.append(f"- accuracy by task ({split}, {name}): {tasks}")
     sizes = ", ".join(f"{k} {b / 1e6:.2f} MB" for k, b in report["onnx_bytes"].items())
     lines.append(f"- ONNX size: {sizes}; peak resident memory of the eval process {report['peak_rss_mb']:.0f} MB;"
                  " thresholds: " + ", ".join(f"{k} {v:.3f}" for k, v in report["thresholds"].items()))

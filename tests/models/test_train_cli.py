@@ -78,12 +78,14 @@ def test_commands_end_to_end(syn_dataset, tmp_path, capsys):
     assert test["pruned"]["tokens_kept_ratio"] < test["unpruned_twin"]["tokens_kept_ratio"] == 1.0
     assert report["onnx_bytes"]["pruned"] > 0
     assert 0.5 <= test["pruned"]["majority_accuracy"] <= 1.0
+    assert test["pruned"]["accuracy_by_task"] == {"click-color": test["pruned"]["accuracy"]}  # one task here
     saved = tmp_path / "report.json"
     saved.write_text(json.dumps(report))
     assert main(["eval", str(syn_dataset), "--report", str(saved), "--markdown"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("| metric | test: pruned | test: pruned_model_unpruned_input | test: unpruned_twin |")
     assert f"| n | {test['pruned']['n']} |" in md and "accuracy by negative kind (test, pruned)" in md
+    assert "accuracy by task (test, pruned): click-color" in md
 
 
 def test_a_report_that_is_not_an_eval_report_is_a_clean_error(tmp_path, capsys):
