@@ -100,8 +100,6 @@ def combine(runs: list[str | Path], data: str | Path, out: str | Path, cache_dir
     val_m = basic_metrics(p, y, thr)
     loc = [int(np.argmax(d)) == r.error_frame for r, d in zip(val, dists) if r.error_frame is not None]
     val_m["first_error_exact"] = float(np.mean(loc)) if loc else float("nan")
-    log(f"ensemble of {len(runs)}: val accuracy {val_m['accuracy']:.3f} recall {val_m['recall']:.3f} "
-        f"threshold {thr:.3f}")
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -139,6 +139,14 @@ class RewardNet(nn.Module):
         self.stats_weights = nn.Linear(d, n_stats(cfg) + 1) if cfg.stats_head else None
         self.stats_text = (nn.Sequential(nn.LayerNorm(d), nn.Linear(d, d), nn.GELU())
                            if cfg.stats_head and cfg.stats_from_text else None)
+        self.stats_mlp = None
+        if cfg.stats_head and cfg.stats_mlp:  # one reading of the statistics shared by every instruction
+            k = n_stats(cfg)
+            self.stats_mlp = nn.Sequential(nn.Linear(k, cfg.stats_mlp), nn.GELU(), nn.Dropout(cfg.dropout),
+                                           nn.Linear(cfg.stats_mlp, 1))
+            # Standardisation of the statistics, set from the training split (models.train.set_stats_norm).
+            self.register_buffer("stats_mean", torch.zeros(k))
+            self.register_buffer("stats_std", torch.ones(k))
         self.apply(self._init)
         if self.stats_weights is not None:  # starts neutral: the statistics enter as they prove useful
             nn.init.zeros_(self.stats_weights.weight)
@@ -234,6 +242,9 @@ class RewardNet(nn.Module):
             src = cls if self.stats_text is None or text_summary is None else self.stats_text(text_summary)
             w = self.stats_weights(src)  # (B, S + 1): the instruction decides what each statistic means
             success_logit = success_logit + (w[:, :-1] * st).sum(dim=-1) + w[:, -1]
+            if self.stats_mlp is not None:
+                z = (st - self.stats_mean) / self.stats_std  # (B, S)
+                success_logit = success_logit + self.stats_mlp(z).squeeze(-1)
         return success_logit, frame_logits
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,

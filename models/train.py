@@ -33,7 +33,7 @@ from models.config import FEATURE_VERSION, ModelConfig
 from models.data import (Record, build_cache, build_match_cache, error_keyframe, load_records, match_for,
                          read_manifest)
 from models.features import Example, make_batch, text_inputs, with_text_pixels
-from models.network import RewardNet, input_names
+from models.network import RewardNet, input_names, run_stats
 from models.tokenizer import Tokenizer
 
 
@@ -347,6 +347,25 @@ def predict(net: RewardNet, recs: list[Record], tok: Tokenizer, cfg: ModelConfig
     return p, dists
 
 
+@torch.no_grad()
+def set_stats_norm(net: RewardNet, recs: list[Record]) -> None:
+    """Set the statistics MLP's standardisation (``stats_mean``, ``stats_std``) from ``recs`` (the training
+    split), computed by the network's own :func:`models.network.run_stats`; no-op without ``stats_mlp``."""
+    if getattr(net, "stats_mlp", None) is None or not recs:
+        return
+    cfg = net.cfg
+    rows = []
+    for r in recs:
+        k = len(r.positions)
+        match = torch.from_numpy(r.match)[None] if cfg.word_match and r.match is not None else None
+        rows.append(run_stats(torch.from_numpy(r.positions)[None], torch.ones(1, k, dtype=torch.bool),
+                              torch.ones(1, r.n_frames, dtype=torch.bool), match,
+                              cfg.word_match and cfg.cursor_match)[0])
+    st = torch.stack(rows)  # (n, S)
+    net.stats_mean.copy_(st.mean(dim=0))
+    net.stats_std.copy_(st.std(dim=0).clamp(min=1e-3))
+
+
 def choose_threshold(p: np.ndarray, y: np.ndarray) -> float:
     """The decision threshold that maximises validation accuracy (ties: the lowest, favouring recall)."""
     if len(p) == 0:
@@ -453,6 +472,8 @@ def train(args: TrainArgs, log=print) -> dict:
     net = RewardNet(cfg)
     if init is not None:
         net.load_state_dict(init["state_dict"])
+    else:
+        set_stats_norm(net, train_recs)
     decay = [p for n, p in net.named_parameters() if p.dim() >= 2 and "embed" not in n and "pos_" not in n]
     no_decay = [p for n, p in net.named_parameters() if not (p.dim() >= 2 and "embed" not in n and "pos_" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},

@@ -1,0 +1,71 @@
+"""The statistics MLP (``stats_mlp``): one reading of the run statistics shared by every instruction,
+standardised with the training split's statistics, exported with the graph."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import torch
+
+from models.config import ModelConfig
+from models.export_onnx import compare, export, sample_batch
+from models.network import RewardNet, input_names, n_stats, run_stats
+from models.train import set_stats_norm
+
+CFG = dict(word_match=True, cursor_match=True, stats_head=True, mil_head=True, stats_mlp=8)
+
+
+def _call(net: RewardNet, b: dict[str, np.ndarray]) -> torch.Tensor:
+    with torch.no_grad():
+        return net(**{k: torch.from_numpy(b[k]) for k in input_names(net.cfg)})[0]
+
+
+def test_stats_mlp_reads_the_statistics_not_the_words_and_exports(tmp_path):
+    cfg = ModelConfig.tiny(**CFG)
+    torch.manual_seed(0)
+    net = RewardNet(cfg).eval()
+    assert net.stats_mean.shape == net.stats_std.shape == (n_stats(cfg),) == (13,)
+    assert RewardNet(ModelConfig.tiny(**{**CFG, "stats_mlp": 0})).stats_mlp is None
+    with torch.no_grad():
+        for p in net.stats_mlp.parameters():
+            p.normal_(0, 1.0)
+        net.stats_mean.fill_(0.5)
+        net.stats_std.fill_(2.0)
+    b = sample_batch(cfg, batch=3, frames=4, tokens_per_frame=5, text=5, seed=1)
+    assert export(net, tmp_path / "m.onnx")["max_abs_diff"] <= 1e-4
+    assert compare((tmp_path / "m.onnx").read_bytes(), net, b) <= 1e-4  # buffers are in the graph
+
+    def mlp_part(batch):
+        st = run_stats(*(torch.from_numpy(batch[k]) for k in ("positions", "token_mask", "frame_mask",
+                                                               "token_match")), pointer=True)
+        with torch.no_grad():
+            return net.stats_mlp((st - net.stats_mean) / net.stats_std).squeeze(-1)
+
+    other_words = dict(b, text_ids=np.roll(b["text_ids"], 1, axis=1))
+    assert torch.allclose(mlp_part(b), mlp_part(other_words))  # same statistics, any instruction: same reading
+    no_pointer = dict(b, token_match=b["token_match"] * np.array([1, 1, 0], dtype=np.float32))
+    assert not torch.allclose(mlp_part(b), mlp_part(no_pointer))
+    assert not torch.allclose(_call(net, b), _call(net, no_pointer))
+
+
+def test_training_sets_the_standardisation_from_the_training_split(syn_dataset, tmp_path, capsys):
+    from gui_app.cli import main
+    from models.data import load_records, read_manifest
+
+    cfg = ModelConfig.tiny(vocab_size=300, max_grid=32, **CFG)
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    assert main(["train", "--data", str(syn_dataset), "--out", str(run), "--epochs", "1", "--config",
+                 json.dumps(cfg.to_dict()), "--cache", str(cache), "--batch-size", "4", "--json"]) == 0
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=False)
+    df = read_manifest(syn_dataset)
+    recs = load_records(df.filter(df["split"] == "train"), cfg, cache)
+    fresh = RewardNet(cfg)
+    set_stats_norm(fresh, recs)
+    assert torch.allclose(ckpt["state_dict"]["stats_mean"], fresh.stats_mean)
+    assert torch.allclose(ckpt["state_dict"]["stats_std"], fresh.stats_std)
+    assert fresh.stats_mean[0] > 0 and (fresh.stats_std > 0).all()  # log(1 + keyframes) of real runs
+    assert main(["export-onnx", str(run), "--out", str(tmp_path / "w"), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["score", str(syn_dataset / "t000"), "--json", "--model", str(tmp_path / "w")]) == 0
+    assert 0.0 <= json.loads(capsys.readouterr().out.strip().splitlines()[-1])["p_success"] <= 1.0
