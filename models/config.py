@@ -71,6 +71,10 @@ class ModelConfig:
             nonlinear reading shared by all tasks does (probe: 80% on held-out task types against 60% for a
             linear one). The statistics are standardised with the training split's mean and spread, stored in
             the weights.
+        stats_alone: with ``stats_mlp``, the share of training examples (drawn anew each step) whose success
+            logit is the statistics MLP's alone, without the token and CLS evidence: the MLP must then stand as
+            a verdict of its own and the rest of the network learns what to add to it. Training only; the
+            exported graph always sums both.
         members: networks of this config whose outputs are averaged (an ensemble; 1 = a single network).
             Each member is trained on its own with a different seed and ``rollscope ensemble`` combines the
             runs: the averaged logits vary less from seed to seed than any one network.
@@ -103,6 +107,7 @@ class ModelConfig:
     stats_from_text: bool = False
     cursor_match: bool = False
     stats_mlp: int = 0
+    stats_alone: float = 0.0
     members: int = 1
     vocab_size: int = 1024
     max_text_len: int = 48

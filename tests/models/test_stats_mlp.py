@@ -69,3 +69,21 @@ def test_training_sets_the_standardisation_from_the_training_split(syn_dataset, 
     capsys.readouterr()
     assert main(["score", str(syn_dataset / "t000"), "--json", "--model", str(tmp_path / "w")]) == 0
     assert 0.0 <= json.loads(capsys.readouterr().out.strip().splitlines()[-1])["p_success"] <= 1.0
+
+
+def test_stats_alone_drops_the_other_evidence_in_training_only():
+    cfg = ModelConfig.tiny(**CFG, stats_alone=1.0)
+    torch.manual_seed(2)
+    net = RewardNet(cfg)
+    b = sample_batch(cfg, batch=3, frames=4, tokens_per_frame=5, text=5, seed=3)
+    st = run_stats(*(torch.from_numpy(b[k]) for k in ("positions", "token_mask", "frame_mask", "token_match")),
+                   pointer=True)
+    net.train()
+    for m in net.modules():  # dropout off, so the training-mode output is deterministic
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    with torch.no_grad():
+        alone = net.stats_mlp((st - net.stats_mean) / net.stats_std).squeeze(-1)
+    assert torch.allclose(_call(net, b), alone, atol=1e-6)  # share 1.0: the MLP's verdict alone
+    net.eval()
+    assert not torch.allclose(_call(net, b), alone, atol=1e-4)  # evaluation always sums both
