@@ -73,8 +73,9 @@ class ModelConfig:
             the weights.
         stats_alone: with ``stats_mlp``, the share of training examples (drawn anew each step) whose success
             logit is the statistics MLP's alone, without the token and CLS evidence: the MLP must then stand as
-            a verdict of its own and the rest of the network learns what to add to it. Training only; the
-            exported graph always sums both.
+            a verdict of its own and the rest of the network learns what to add to it. Below 1 this acts in
+            training only and the exported graph sums both; at 1 the success verdict is the MLP's alone, in
+            training and after (the transformer then serves the first-deviation head).
         members: networks of this config whose outputs are averaged (an ensemble; 1 = a single network).
             Each member is trained on its own with a different seed and ``rollscope ensemble`` combines the
             runs: the averaged logits vary less from seed to seed than any one network.

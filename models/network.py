@@ -245,10 +245,13 @@ class RewardNet(nn.Module):
             if self.stats_mlp is not None:
                 z = (st - self.stats_mean) / self.stats_std  # (B, S)
                 alone = self.stats_mlp(z).squeeze(-1)  # (B,)
-                if self.training and self.cfg.stats_alone > 0:  # some examples get the MLP's verdict only
-                    keep = torch.rand_like(alone) >= self.cfg.stats_alone
-                    success_logit = success_logit * keep.to(alone.dtype)
-                success_logit = success_logit + alone
+                if self.cfg.stats_alone >= 1.0:  # the verdict is the statistics' alone
+                    success_logit = alone
+                else:
+                    if self.training and self.cfg.stats_alone > 0:  # some examples get the MLP's verdict only
+                        keep = torch.rand_like(alone) >= self.cfg.stats_alone
+                        success_logit = success_logit * keep.to(alone.dtype)
+                    success_logit = success_logit + alone
         return success_logit, frame_logits
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
