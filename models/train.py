@@ -78,11 +78,14 @@ def augment(rec: Record, ids: list[int], ngrams: list[list[int]] | None, rng: np
             cfg: ModelConfig, err: int | None) -> tuple[Example, int | None]:
     """A randomly perturbed copy of a record as an :class:`Example`, with its (shifted) error keyframe."""
     patches, pos, t, match = rec.patches, rec.positions.copy(), rec.n_frames, rec.match
-    # A harmless no-op step: an unchanged screen prunes to a single token, inserted after a random frame.
+    # A harmless no-op step: an unchanged screen prunes to a single token, inserted after a random frame. With
+    # the pointer channel that token is the pointer's patch, as on a real unchanged screen (the pointer's
+    # patch is always kept): a copy without it would read "no pointer" and break the pointer statistics.
     if t < cfg.max_frames and rng.random() < 0.3:
         j = int(rng.integers(1, t + 1))  # new frame index
         prev = np.flatnonzero(pos[:, 0] == j - 1)
-        src = int(rng.choice(prev)) if len(prev) else 0
+        tips = prev[match[prev, 2] > 0.5] if match is not None and match.shape[1] > 2 else prev[:0]
+        src = int(tips[0]) if len(tips) else int(rng.choice(prev)) if len(prev) else 0
         pos[pos[:, 0] >= j, 0] += 1
         new_pos = pos[src].copy()
         new_pos[0] = j
@@ -94,11 +97,13 @@ def augment(rec: Record, ids: list[int], ngrams: list[list[int]] | None, rng: np
         t += 1
         if err is not None and err >= j:
             err += 1
-    # Token dropout (5%), never emptying a frame.
+    # Token dropout (5%), never emptying a frame and never dropping the pointer's patch (always kept).
     if rng.random() < 0.5 and len(pos) > t:
         keep = rng.random(len(pos)) > 0.05
         first = np.unique(pos[:, 0], return_index=True)[1]
         keep[first] = True
+        if match is not None and match.shape[1] > 2:
+            keep |= match[:, 2] > 0.5
         patches, pos = patches[keep], pos[keep]
         match = None if match is None else match[keep]
     # Layout shift of up to one patch.

@@ -125,3 +125,24 @@ def test_cache_and_records_carry_the_pointer_channel_like_featurize(syn_dataset)
     ex = featurize(native.load(row["path"]), cfg, Tokenizer.build([row["instruction"]], min_count=1))
     rec = next(r for r in recs if r.meta["id"] == row["id"])
     assert np.array_equal(rec.positions, ex.positions) and np.allclose(rec.match, ex.match, atol=2e-3)
+
+
+def test_augmentation_keeps_the_pointer_on_screen():
+    """The "harmless no-op step" augmentation copies the pointer's patch, as a real unchanged screen shows it,
+    and token dropout spares it: the pointer statistics must not flip to "no pointer"."""
+    from models.data import Record
+    from models.train import augment
+
+    cfg = ModelConfig.tiny(word_match=True, cursor_match=True, max_grid=8)
+    pos = np.array([[0, 1, 1], [0, 2, 2], [0, 3, 3], [1, 4, 4], [1, 5, 5]])
+    match = np.array([[0.1, 0.1, 0], [0.2, 0.2, 1], [0.3, 0.3, 0], [0.9, 0.8, 1], [0.4, 0.4, 0]], np.float32)
+    rec = Record(patches=np.zeros((5, cfg.token_dim), np.uint8), positions=pos, n_frames=2, grid=(8, 8),
+                 tokens_total=128, instruction="click", success=True, error_frame=None, meta={}, match=match)
+    inserted = dropped = 0
+    for seed in range(300):
+        ex, _ = augment(rec, [1, 2], None, np.random.default_rng(seed), cfg, None)
+        inserted += ex.n_frames == 3
+        dropped += len(ex.positions) < 5 + (ex.n_frames == 3)
+        for f in range(ex.n_frames):  # every keyframe still has its pointer patch
+            assert (ex.match[ex.positions[:, 0] == f, 2] > 0.5).any()
+    assert inserted > 30 and dropped > 10  # both augmentations happened
