@@ -9,7 +9,8 @@ config with ``cursor_match`` on (the pointer found on every keyframe by :func:`m
 its patch kept and marked), takes the run statistics of the network's own statistics head (eight without the
 pointer, thirteen with it) and fits the same logistic regressions as ``bench/stats_probe.py`` on both: per-task
 weights on the validation split, and the statistics alone (one set of weights for every task) on validation and
-on the held-out task types. Also checks the coarse-to-fine pointer search against the full one. Needs
+on the held-out task types, and a small MLP on the statistics alone (what ``stats_mlp`` adds to the network).
+Also checks the coarse-to-fine pointer search against the full one. Needs
 recordings and the training cache of the shipped config (built here if missing, plus the pointer match maps).
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 import _common  # noqa: I001 -- first: puts the repository on sys.path
 
 import numpy as np  # noqa: E402
-from stats_probe import fit_accuracy, prepare, statistics  # noqa: E402
+from stats_probe import fit_accuracy, fit_mlp_accuracy, prepare, statistics  # noqa: E402
 
 
 def main() -> int:
@@ -95,6 +96,10 @@ def main() -> int:
     fig.add("heldout_majority", float(max(yh.mean(), 1 - yh.mean())))
     fig.add("heldout_acc_stats_only", fit_accuracy(st[:, base], yt, sh[:, base], yh))
     fig.add("heldout_acc_stats_pointer", fit_accuracy(st, yt, sh, yh))
+    # One nonlinear reading of the statistics for every task (no task input): what `stats_mlp` builds in.
+    fig.add("val_acc_stats_pointer_mlp", fit_mlp_accuracy(st, yt, sv, yv))
+    fig.add("heldout_acc_stats_pointer_mlp", fit_mlp_accuracy(st, yt, sh, yh))
+    fig.add("heldout_acc_stats_only_mlp", fit_mlp_accuracy(st[:, base], yt, sh[:, base], yh))
     fig.emit()
     return 0
 
