@@ -78,7 +78,8 @@ class ModelConfig:
             training and after (the transformer then serves the first-deviation head).
         members: networks of this config whose outputs are averaged (an ensemble; 1 = a single network).
             Each member is trained on its own with a different seed and ``rollscope ensemble`` combines the
-            runs: the averaged logits vary less from seed to seed than any one network.
+            runs. Averaging evens out seed-to-seed noise but not a bias the members share (three seeds of the
+            shipped recipe averaged were no better than the best of them; model card, sixth round).
         vocab_size: instruction vocabulary size (set from the tokenizer).
         max_text_len: instruction tokens kept (longer instructions are truncated).
         d_model: transformer width.
