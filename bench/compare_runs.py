@@ -11,7 +11,6 @@ pruning). On the shipped weights it gives the same accuracy and recall as ``roll
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -20,17 +19,6 @@ import _common  # noqa: I001 -- first: puts the repository on sys.path
 import numpy as np  # noqa: E402
 
 SPLITS = ("val", "test", "heldout_task")
-
-
-def load_run(path: Path) -> dict:
-    """``{"state_dict", "config", "tokenizer", "threshold"}`` of a run folder or a weights folder."""
-    import torch
-
-    if (path / "model.json").is_file():
-        meta = json.loads((path / "model.json").read_text())
-        state = torch.load(path / "model.pt", map_location="cpu", weights_only=False)["state_dict"]
-        return {**meta, "state_dict": {k: v.float() if v.is_floating_point() else v for k, v in state.items()}}
-    return torch.load(path / "checkpoint.pt", map_location="cpu", weights_only=False)
 
 
 def main() -> int:
@@ -44,22 +32,17 @@ def main() -> int:
         fig.add("skipped", f"no dataset at {args.data} (see the README's reproduce commands)")
         fig.emit()
         return 0
-    import torch
 
-    from models.config import ModelConfig
     from models.data import build_match_cache, load_records, read_manifest
-    from models.network import from_checkpoint
-    from models.tokenizer import Tokenizer
+    from models.runtime import RewardModel
     from models.train import basic_metrics, predict
 
-    torch.set_num_threads(2)
     df = read_manifest(args.data)
     cache = str(Path(args.data) / "cache")
     records: dict[tuple, list] = {}
     for run in args.runs:
-        ck = load_run(Path(run))
-        cfg = ModelConfig.from_dict(ck["config"])
-        net, tok = from_checkpoint(ck), Tokenizer.from_dict(ck["tokenizer"])
+        model = RewardModel.load(run, backend="torch", threads=2)  # a run folder or a weights folder
+        cfg, tok, thr, net = model.cfg, model.tokenizer, model.threshold, model.backend.net
         feats = (cfg.working_size, cfg.max_component, cfg.hide_instruction_box, cfg.word_match, cfg.cursor_match)
         for split in SPLITS:
             key = (feats, split)
@@ -71,7 +54,7 @@ def main() -> int:
             recs = records[key]
             y = np.array([r.success for r in recs], dtype=float)
             prob, _ = predict(net, recs, tok, cfg)
-            m = basic_metrics(prob, y, float(ck["threshold"]))
+            m = basic_metrics(prob, y, thr)
             name = Path(run).name
             fig.add(f"{name}_{split}_accuracy", round(m["accuracy"], 4))
             fig.add(f"{name}_{split}_recall", round(m["recall"], 4))
@@ -79,7 +62,7 @@ def main() -> int:
                 kinds: dict[str, list] = {}
                 for r, pr in zip(recs, prob):
                     kinds.setdefault(r.meta.get("negative_kind") or "none", []).append(
-                        (pr >= ck["threshold"]) == r.success)
+                        (pr >= thr) == r.success)
                 for k, v in sorted(kinds.items()):
                     fig.add(f"{name}_{split}_accuracy_{k}", round(float(np.mean(v)), 4))
     fig.emit()

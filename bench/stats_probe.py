@@ -24,17 +24,10 @@ import numpy as np  # noqa: E402
 
 
 def statistics(rec) -> list[float]:
-    """The run statistics of one record (eight; thirteen with a pointer channel), computed by the network's own
-    :func:`models.network.run_stats`."""
-    import torch
+    """The run statistics of one record (eight; thirteen with a pointer channel): :func:`models.train.record_stats`."""
+    from models.train import record_stats
 
-    from models.network import run_stats
-
-    k = len(rec.positions)
-    st = run_stats(torch.from_numpy(rec.positions)[None], torch.ones(1, k, dtype=torch.bool),
-                   torch.ones(1, rec.n_frames, dtype=torch.bool), torch.from_numpy(rec.match)[None],
-                   pointer=rec.match.shape[1] > 2)
-    return st[0].tolist()
+    return record_stats(rec).tolist()
 
 
 def fit_accuracy(xt: np.ndarray, yt: np.ndarray, xv: np.ndarray, yv: np.ndarray, l2: float = 1e-3) -> float:

@@ -353,20 +353,23 @@ def predict(net: RewardNet, recs: list[Record], tok: Tokenizer, cfg: ModelConfig
 
 
 @torch.no_grad()
+def record_stats(rec: Record) -> torch.Tensor:
+    """(S,) run statistics of one record, by the network's own :func:`models.network.run_stats` (word scores
+    when the record has match maps, the pointer's when they have a third channel)."""
+    k = len(rec.positions)
+    match = None if rec.match is None else torch.from_numpy(rec.match)[None]
+    return run_stats(torch.from_numpy(rec.positions)[None], torch.ones(1, k, dtype=torch.bool),
+                     torch.ones(1, rec.n_frames, dtype=torch.bool), match,
+                     pointer=rec.match is not None and rec.match.shape[1] > 2)[0]
+
+
+@torch.no_grad()
 def set_stats_norm(net: RewardNet, recs: list[Record]) -> None:
     """Set the statistics MLP's standardisation (``stats_mean``, ``stats_std``) from ``recs`` (the training
-    split), computed by the network's own :func:`models.network.run_stats`; no-op without ``stats_mlp``."""
+    split); no-op without ``stats_mlp``."""
     if getattr(net, "stats_mlp", None) is None or not recs:
         return
-    cfg = net.cfg
-    rows = []
-    for r in recs:
-        k = len(r.positions)
-        match = torch.from_numpy(r.match)[None] if cfg.word_match and r.match is not None else None
-        rows.append(run_stats(torch.from_numpy(r.positions)[None], torch.ones(1, k, dtype=torch.bool),
-                              torch.ones(1, r.n_frames, dtype=torch.bool), match,
-                              cfg.word_match and cfg.cursor_match)[0])
-    st = torch.stack(rows)  # (n, S)
+    st = torch.stack([record_stats(r) for r in recs])  # (n, S)
     net.stats_mean.copy_(st.mean(dim=0))
     net.stats_std.copy_(st.std(dim=0).clamp(min=1e-3))
 
