@@ -359,9 +359,10 @@ class TrajectoryLoader(QObject):
         if ready is not None:
             self._show(ready)
             return
-        for k, job in list(self._jobs.items()):
-            if k != key:
-                job.cancel()  # the user moved on
+        for k in [k for k in self._jobs if k != key]:
+            # The user moved on. A cancelled job leaves the table at once: it will never arrive, so opening or
+            # prefetching its key again must start a new load instead of waiting on it.
+            self._jobs.pop(k).cancel()
         if key not in self._jobs:
             self._start(key, quiet=False)
 
@@ -375,14 +376,17 @@ class TrajectoryLoader(QObject):
         options, catalog = self.source_options, self.catalog
         job = self.runner.submit(f"Loading {key}", lambda rep: load_task(key, rep, options, catalog),
                                  report_errors=False, show_progress=False,
-                                 on_result=lambda res, k=key: self._arrived(k, res),
-                                 on_error=lambda exc, k=key: self._load_failed(k, exc),
                                  on_cancelled=lambda res: res.close() if res is not None else None, start=False)
+        job.succeeded.connect(lambda res, k=key, j=job: self._arrived(k, j, res))
+        job.failed.connect(lambda exc, k=key, j=job: self._load_failed(k, j, exc))
         job.finished.connect(lambda k=key, j=job: self._jobs.pop(k, None) if self._jobs.get(k) is j else None)
         self._jobs[key] = job
         self.runner.start(job)
 
-    def _arrived(self, key: str, loaded: Loaded) -> None:
+    def _arrived(self, key: str, job: Job, loaded: Loaded) -> None:
+        if self._jobs.get(key) is not job:  # cancelled after it had finished; a newer load of the key may be on
+            loaded.close()
+            return
         if key == self._wanted:
             self._show(loaded)
             return
@@ -391,7 +395,9 @@ class TrajectoryLoader(QObject):
             old = next(iter(self._ready))
             self._ready.pop(old).close()
 
-    def _load_failed(self, key: str, exc: BaseException) -> None:
+    def _load_failed(self, key: str, job: Job, exc: BaseException) -> None:
+        if self._jobs.get(key) is not job:
+            return
         text = str(exc) if isinstance(exc, RollscopeError) else f"cannot open {key}: {type(exc).__name__}: {exc}"
         if key == self._wanted:
             self.notifier.error(text)
@@ -410,6 +416,7 @@ class TrajectoryLoader(QObject):
         """Forget everything prefetched and stop loads in flight (a new folder was opened, or exit)."""
         for job in self._jobs.values():
             job.cancel()
+        self._jobs.clear()
         for loaded in self._ready.values():
             loaded.close()
         self._ready.clear()

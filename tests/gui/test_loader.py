@@ -1,0 +1,65 @@
+"""The trajectory loader: opening, prefetching, and moving on while loads are in flight (real samples)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gui_app.qt.controllers import TrajectoryLoader
+from gui_app.qt.notify import Notifier
+from gui_app.qt.session import Session
+from gui_app.qt.workers import Runner
+
+SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples" / "miniwob"
+A, B = str(SAMPLES / "navigate-tree-success"), str(SAMPLES / "click-dialog-missed")
+
+pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="no bundled samples")
+
+
+@pytest.fixture
+def loader(qapp):
+    runner = Runner()
+    session, notifier = Session(), Notifier()
+    ld = TrajectoryLoader(runner, session, notifier)
+    yield ld
+    ld.clear()
+    runner.shutdown()
+    if session.source is not None:
+        session.source.close()
+
+
+def test_open_shows_the_key_and_prefetch_makes_the_next_open_instant(qtbot, loader):
+    with qtbot.waitSignal(loader.loaded, timeout=30_000) as sig:
+        loader.open(A)
+    assert sig.args == [A] and loader.current_key == A and loader.session.trajectory.id
+    loader.prefetch(B)
+    qtbot.waitUntil(lambda: not loader.busy, timeout=30_000)
+    shown = []
+    loader.loaded.connect(shown.append)
+    loader.open(B)  # ready: shown in this call, no worker
+    assert shown == [B] and loader.current_key == B
+
+
+def test_reopening_a_key_whose_prefetch_was_cancelled_loads_it_again(qtbot, loader):
+    """Prefetch B, move to A (which cancels B's load), then come back to B before the cancelled job has ended:
+    B must still open. (It once waited on the cancelled job forever: Enter in a queue then opened nothing.)"""
+    loader.prefetch(B)
+    loader.open(A)
+    with qtbot.waitSignal(loader.loaded, timeout=30_000, check_params_cb=lambda key: key == B):
+        loader.open(B)
+    assert loader.current_key == B and loader.session.trajectory is not None
+    qtbot.waitUntil(lambda: not loader.busy, timeout=30_000)
+    assert loader.current_key == B  # the load of A, cancelled, never replaces what the user asked for last
+
+
+def test_a_result_that_arrives_after_its_job_was_cancelled_is_dropped(qtbot, loader):
+    """A load that finished just before it was cancelled neither shows nor sits in the ready set."""
+    with qtbot.waitSignal(loader.loaded, timeout=30_000):
+        loader.open(A)
+    loader.prefetch(B)
+    job = loader._jobs[B]
+    with qtbot.waitSignal(job.finished, timeout=30_000):
+        loader.open(A)  # A is current and not ready: it loads again, and B's prefetch is cancelled
+    qtbot.waitUntil(lambda: not loader.busy, timeout=30_000)
+    assert B not in loader._ready and loader.current_key == A
