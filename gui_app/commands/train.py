@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(adversarial rewrite, swap or truncation)")
     p.add_argument("--max-batch-tokens", type=int, default=4096,
                    help="a batch stops growing at this many padded tokens (0: only --batch-size limits it)")
+    p.add_argument("--stats-fit", type=int, default=0, metavar="STEPS",
+                   help="fit the run-statistics MLP (config stats_mlp) full batch for STEPS steps before the "
+                        "network trains, then keep it fixed (0: it trains with the network)")
     p.add_argument("--json", action="store_true", help="print the final metrics as one JSON object")
 
 
@@ -40,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
                       batch_size=args.batch_size, lr=args.lr, max_train=args.max_train, cache_dir=args.cache,
                       threads=args.threads, augment=args.augment, patience=args.patience, init=args.init,
                       time_budget_s=args.time_budget, online_negatives=args.online_negatives,
-                      max_batch_tokens=args.max_batch_tokens or None,
+                      max_batch_tokens=args.max_batch_tokens or None, stats_fit=args.stats_fit,
                       config=json.loads(args.config) if args.config else {})
     metrics = train(targs, log=lambda msg: print(msg, file=sys.stderr))
     if args.json:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from models.config import ModelConfig
 from models.export_onnx import compare, export, sample_batch
 from models.network import RewardNet, input_names, n_stats, run_stats
-from models.train import set_stats_norm
+from models.train import record_stats, set_stats_norm
 
 CFG = dict(word_match=True, cursor_match=True, stats_head=True, mil_head=True, stats_mlp=8)
 
@@ -102,3 +103,40 @@ def test_stats_alone_one_makes_the_verdict_the_statistics_in_evaluation_too(tmp_
     other = dict(b, tokens=-b["tokens"])  # other pixels, same statistics: same verdict
     assert torch.allclose(_call(net, other), alone, atol=1e-6)
     assert export(net, tmp_path / "m.onnx")["max_abs_diff"] <= 1e-4
+
+
+def test_stats_fit_fits_the_mlp_first_and_training_leaves_it_as_fitted(syn_dataset, tmp_path, capsys):
+    from gui_app.cli import main
+    from models.data import load_records, read_manifest
+    from models.train import fit_stats_mlp
+
+    cfg = ModelConfig.tiny(vocab_size=300, max_grid=32, **CFG, stats_alone=1.0)
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    assert main(["train", "--data", str(syn_dataset), "--out", str(run), "--epochs", "2", "--config",
+                 json.dumps(cfg.to_dict()), "--cache", str(cache), "--batch-size", "4", "--stats-fit", "300",
+                 "--seed", "3", "--json"]) == 0
+    capsys.readouterr()
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=False)
+    assert ckpt["train_args"]["stats_fit"] == 300
+    df = read_manifest(syn_dataset)
+    recs = load_records(df.filter(df["split"] == "train"), cfg, cache)
+    fresh = RewardNet(cfg)
+    set_stats_norm(fresh, recs)
+    loss = fit_stats_mlp(fresh, recs, 300, seed=3)
+    assert all(not p.requires_grad for p in fresh.stats_mlp.parameters())
+    for name, value in fresh.stats_mlp.state_dict().items():  # the network's epochs did not move it
+        assert torch.equal(ckpt["state_dict"][f"stats_mlp.{name}"], value), name
+    x = (torch.stack([record_stats(r) for r in recs]) - fresh.stats_mean) / fresh.stats_std
+    y = torch.tensor([float(r.success) for r in recs])
+    with torch.no_grad():
+        first = torch.nn.functional.binary_cross_entropy_with_logits(
+            RewardNet(cfg).stats_mlp.eval()(x)[:, 0], y)
+    assert loss < float(first)  # it learned something from the statistics
+
+
+def test_stats_fit_without_the_mlp_names_the_field():
+    from models.train import fit_stats_mlp
+
+    net = RewardNet(ModelConfig.tiny(**{**CFG, "stats_mlp": 0}))
+    with pytest.raises(ValueError, match="stats_mlp"):
+        fit_stats_mlp(net, [], 10, seed=0)
