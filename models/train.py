@@ -562,9 +562,10 @@ def train(args: TrainArgs, log=print) -> dict:
             sl, fl = net(**inputs)
             loss = loss_fn(sl, fl, y, e, pos_weight, args.frame_loss_weight)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-            opt.step()
+            if loss.requires_grad:  # not when the verdict is the fixed MLP's alone and no run in the batch failed
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+                opt.step()
             losses.append(loss.item())
             step += 1
             pbar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
