@@ -9,7 +9,8 @@ config with ``cursor_match`` on (the pointer found on every keyframe by :func:`m
 its patch kept and marked), takes the run statistics of the network's own statistics head (eight without the
 pointer, thirteen with it) and fits the same logistic regressions as ``bench/stats_probe.py`` on both: per-task
 weights on the validation split, and the statistics alone (one set of weights for every task) on validation and
-on the held-out task types, and a small MLP on the statistics alone (what ``stats_mlp`` adds to the network).
+on the held-out task types, and a small MLP on the statistics alone (what ``stats_mlp`` adds to the network;
+fitted full batch as ``rollscope train --stats-fit`` does, with three seeds on validation, test and held-out).
 Also checks the coarse-to-fine pointer search against the full one. Needs
 recordings and the training cache of the shipped config (built here if missing, plus the pointer match maps).
 """
@@ -32,7 +33,7 @@ def main() -> int:
     fig = _common.Figures(args.json)
     from models.data import load_records
 
-    ready = prepare(fig, args.data, args.quick, pointer=True)
+    ready = prepare(fig, args.data, args.quick, pointer=True, splits=("train", "val", "test", "heldout_task"))
     if ready is None:
         fig.emit()
         return 0
@@ -78,10 +79,11 @@ def main() -> int:
     st, yt, _, tt = design(parts["train"])
     sv, yv, _, tv = design(parts["val"])
     sh, yh, _, _ = design(parts["heldout_task"])
+    ss, ys, _, _ = design(parts["test"])
     tasks = sorted(set(tt))
     fig.add("pointer_seen_last_keyframe_val", float(sv[:, 12].mean()))
     mu, sd = st.mean(0), st.std(0) + 1e-6
-    st, sv, sh = (st - mu) / sd, (sv - mu) / sd, (sh - mu) / sd
+    st, sv, sh, ss = (st - mu) / sd, (sv - mu) / sd, (sh - mu) / sd, (ss - mu) / sd
     base = list(range(8))
     fig.add("runs_train", len(yt))
     fig.add("val_majority", float(max(yv.mean(), 1 - yv.mean())))
@@ -100,6 +102,10 @@ def main() -> int:
     fig.add("val_acc_stats_pointer_mlp", fit_mlp_accuracy(st, yt, sv, yv))
     fig.add("heldout_acc_stats_pointer_mlp", fit_mlp_accuracy(st, yt, sh, yh))
     fig.add("heldout_acc_stats_only_mlp", fit_mlp_accuracy(st[:, base], yt, sh[:, base], yh))
+    # The same MLP fit with other seeds, on every split: what `rollscope train --stats-fit` ships as the verdict.
+    for seed in (0, 1, 2):
+        for split, (x, y) in (("val", (sv, yv)), ("test", (ss, ys)), ("heldout", (sh, yh))):
+            fig.add(f"{split}_acc_stats_pointer_mlp_seed{seed}", fit_mlp_accuracy(st, yt, x, y, seed=seed))
     fig.emit()
     return 0
 

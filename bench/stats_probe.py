@@ -71,9 +71,10 @@ def fit_mlp_accuracy(xt: np.ndarray, yt: np.ndarray, xv: np.ndarray, yv: np.ndar
     return float(((p > 0.5) == (yv > 0.5)).mean())
 
 
-def prepare(fig, data: str, quick: bool, pointer: bool = False):
+def prepare(fig, data: str, quick: bool, pointer: bool = False,
+            splits: tuple[str, ...] = ("train", "val", "heldout_task")):
     """``(cfg, parts, cache)`` for a probe: the shipped config (word matching on, the pointer channel as asked),
-    the train / val / heldout_task manifest parts (train and held-out sampled under ``quick``) and the cache
+    the manifest parts of ``splits`` (train and held-out sampled under ``quick``) and the cache
     folder, with features and match maps built where missing; None (and a ``skipped`` figure) without data."""
     import json
 
@@ -87,7 +88,7 @@ def prepare(fig, data: str, quick: bool, pointer: bool = False):
     cfg = ModelConfig.from_dict(json.loads((WEIGHTS_DIR / "model.json").read_text())["config"])
     cfg.word_match, cfg.cursor_match = True, pointer
     df = read_manifest(data)
-    parts = {s: df.filter(df["split"] == s) for s in ("train", "val", "heldout_task")}
+    parts = {s: df.filter(df["split"] == s) for s in splits}
     if quick:
         parts["train"] = parts["train"].sample(n=min(800, len(parts["train"])), seed=0)
         parts["heldout_task"] = parts["heldout_task"].sample(n=min(300, len(parts["heldout_task"])), seed=0)
