@@ -29,6 +29,12 @@ WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 BACKENDS = ("onnx", "torch")
 
 
+# Measured on the shipped model (card, known limits): runs without a pointer on the last keyframe were judged
+# right 63% of the time (51 runs over validation, test and held-out types) against 77% with one.
+NO_POINTER = ("no mouse pointer found on the last keyframe: the verdict leans on where the pointer rests at a "
+              "step's end, so it is less reliable here (model card, known limits)")
+
+
 class ModelLoadError(RollscopeError):
     """The model files are missing or do not match this version of the code."""
 
@@ -51,6 +57,7 @@ class ScoreResult:
         timings: seconds per stage: ``decode``, ``prune``, ``forward``.
         threshold: the decision threshold used.
         model: name of the model (weights folder and backend).
+        warnings: what makes this verdict less reliable than the model card's figures (no pointer found).
     """
 
     p_success: float
@@ -65,12 +72,13 @@ class ScoreResult:
     timings: dict[str, float] = field(default_factory=dict)
     threshold: float = 0.5
     model: str = ""
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-able summary (no masks)."""
         return {"p_success": self.p_success, "success": self.success, "first_error_step": self.first_error_step,
                 "step_scores": self.step_scores, "tokens_total": self.tokens_total, "tokens_kept": self.tokens_kept,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "warnings": self.warnings}
 
 
 class _OnnxBackend:
@@ -214,10 +222,15 @@ class RewardModel:
         timings = dict(ex.timings)
         timings["forward"] = t_fwd
         masks = [] if ex.masks is None else [m for m in ex.masks]
+        warnings = []
+        if self.cfg.cursor_match and ex.match is not None and ex.match.shape[1] > 2 and ex.n_frames:
+            last = (ex.positions[:, 0] == ex.n_frames - 1) & (ex.match[:, 2] > 0.5)
+            if not last.any():
+                warnings.append(NO_POINTER)
         return ScoreResult(p_success=p, success=bool(success), first_error_step=first, step_scores=step_scores,
                            masks=masks, keyframe_steps=list(ex.keyframe_steps), tokens_total=ex.tokens_total,
                            tokens_kept=ex.tokens_kept, seconds=float(sum(timings.values())), timings=timings,
-                           threshold=self.threshold, model=self.name)
+                           threshold=self.threshold, model=self.name, warnings=warnings)
 
     def score(self, traj: Trajectory, prune: bool = True) -> ScoreResult:
         """Score one trajectory: decode its step-end keyframes, prune, run the network.

@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
             verdict = "success" if r.success else f"failure (first error at step {r.first_error_step})"
             print(f"{oc.key}: p_success={r.p_success:.3f} -> {verdict}; tokens {r.tokens_kept}/{r.tokens_total}; "
                   f"{r.seconds * 1000:.0f} ms")
+            for w in r.warnings:
+                print(f"  note: {w}")
         failed += oc.result is None
     if failed and failed == len(outcomes):
         return 2

@@ -483,7 +483,12 @@ class ScoreController(QObject):
     def _one_done(self, key: str, traj: Trajectory, result: Any) -> None:
         if self.session.trajectory is traj:
             self.session.set_scores(result)
-        self.notifier.info(f"p(success) = {result.p_success:.2f} for {traj.id}")
+        text = f"p(success) = {result.p_success:.2f} for {traj.id}"
+        warnings = getattr(result, "warnings", None) or []
+        if warnings:  # one message, so the score stays in the status bar next to what weakens it
+            self.notifier.warning("; ".join([text, *warnings]))
+        else:
+            self.notifier.info(text)
         self.scored.emit(key)
 
     def _library_done(self, outcomes: list[Any] | None) -> None:

@@ -120,3 +120,16 @@ def test_score_current_and_show_overlay(qtbot, opened):
     win.action_map["toggle_overlay"].trigger()
     assert s.overlay
     qtbot.waitUntil(lambda: "tokens kept" in win.video._overlay_text, timeout=20_000)
+
+
+@pytest.mark.skipif(not WEIGHTS.is_file(), reason="runs once the shipped weights models/weights/model.onnx exist")
+def test_scoring_a_run_without_a_pointer_warns_in_the_status_bar(qtbot, opened):
+    """The opened run (login-user) ends with a key press, the pointer outside the task: the score says so."""
+    from models.runtime import NO_POINTER
+
+    win, _ = opened
+    with qtbot.waitSignal(win.scorer.scored, timeout=300_000):
+        win.action_map["score_current"].trigger()
+    p = win.session.scores.p_success
+    text = f"p(success) = {p:.2f} for {win.session.trajectory.id}; {NO_POINTER}"
+    assert ("warning", text) in win.notifier.history and win.statusBar().currentMessage() == text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -108,3 +109,22 @@ def test_shipped_weights_score_a_real_trajectory(syn_traj_dir):
     assert 0.0 <= onnx_r.p_success <= 1.0 and len(onnx_r.step_scores) == traj.n_steps
     assert abs(onnx_r.p_success - torch_r.p_success) <= 1e-4
     assert np.allclose(onnx_r.step_scores, torch_r.step_scores, atol=1e-4)
+
+
+@pytest.mark.skipif(not (SAMPLES / "miniwob").is_dir(), reason="no bundled samples")
+def test_a_run_without_a_pointer_on_its_last_keyframe_is_flagged(capsys):
+    """The verdict leans on where the pointer rests; a run whose last keyframe shows none says so, in the result,
+    in ``score --json`` and in the text output. (login-user ends with a key press: the pointer sits outside.)"""
+    from gui_app.cli import main
+    from models.runtime import NO_POINTER
+
+    model = RewardModel.load()
+    with_pointer = model.score(native.load(SAMPLES / "miniwob" / "navigate-tree-success"))
+    without = model.score(native.load(SAMPLES / "miniwob" / "login-user-success"))
+    assert with_pointer.warnings == [] and without.warnings == [NO_POINTER]
+    path = str(SAMPLES / "miniwob" / "login-user-success")
+    assert main(["score", path, "--json"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert json.loads(line)["warnings"] == [NO_POINTER]
+    assert main(["score", path]) == 0
+    assert f"note: {NO_POINTER}" in capsys.readouterr().out

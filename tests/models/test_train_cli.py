@@ -55,7 +55,7 @@ def test_commands_end_to_end(syn_dataset, tmp_path, capsys):
     assert main(["score", good, str(tmp_path / "nope"), "--json", "--model", str(weights)]) == 1
     lines = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
     assert set(lines[0]) == {"path", "id", "p_success", "success", "first_error_step", "step_scores",
-                             "tokens_total", "tokens_kept", "seconds"}
+                             "tokens_total", "tokens_kept", "seconds", "warnings"}
     assert set(lines[1]) == {"path", "error"}
     assert main(["score", str(tmp_path / "nope"), "--json", "--model", str(weights)]) == 2
     capsys.readouterr()
