@@ -42,7 +42,7 @@ def main() -> int:
     from models.config import ModelConfig
     from models.data import build_cache, build_match_cache, load_records, read_manifest
     from models.network import RewardNet
-    from models.runtime import WEIGHTS_DIR
+    from models.runtime import WEIGHTS_DIR, RewardModel
     from models.train import choose_threshold, fit_stats_mlp, record_stats, set_stats_norm
 
     torch.set_num_threads(2)
@@ -88,10 +88,9 @@ def main() -> int:
                 acc[prune].setdefault(s, []).append(a)
                 fig.add(f"{name}_seed{seed}_{s}_accuracy", a)
             if prune and seed == 0 and not args.quick:
-                shipped = torch.load(WEIGHTS_DIR / "model.pt", map_location="cpu", weights_only=False)
-                shipped = shipped.get("state_dict", shipped)
-                same = all(torch.allclose(v.half().float(), shipped[f"stats_mlp.{k}"].float(), rtol=1e-3, atol=1e-4)
-                           for k, v in net.stats_mlp.state_dict().items())
+                shipped = RewardModel.load(WEIGHTS_DIR, backend="torch").backend.net.stats_mlp.state_dict()
+                same = all(torch.allclose(v.half().float(), shipped[k].float(), rtol=1e-3, atol=1e-4)
+                           for k, v in net.stats_mlp.state_dict().items())  # the shipped file is float16
                 fig.add("pruned_seed0_same_as_shipped", int(same))
     for s in ("val", "test", "heldout_task"):
         p_mean, u_mean = float(np.mean(acc[True][s])), float(np.mean(acc[False][s]))
