@@ -80,8 +80,7 @@ def main() -> int:
             set_stats_norm(net, recs["train"])
             fit_stats_mlp(net, recs["train"], steps, seed)
             with torch.no_grad():
-                prob = {s: torch.sigmoid(net.stats_mlp((x - net.stats_mean) / net.stats_std)[:, 0]).numpy()
-                        for s, x in stats.items()}
+                prob = {s: torch.sigmoid(net.stats_logit(x)).numpy() for s, x in stats.items()}
             thr = choose_threshold(prob["val"], y["val"])
             for s in ("val", "test", "heldout_task"):
                 a = float(((prob[s] >= thr) == (y[s] > 0.5)).mean())

@@ -243,8 +243,7 @@ class RewardNet(nn.Module):
             w = self.stats_weights(src)  # (B, S + 1): the instruction decides what each statistic means
             success_logit = success_logit + (w[:, :-1] * st).sum(dim=-1) + w[:, -1]
             if self.stats_mlp is not None:
-                z = (st - self.stats_mean) / self.stats_std  # (B, S)
-                alone = self.stats_mlp(z).squeeze(-1)  # (B,)
+                alone = self.stats_logit(st)
                 if self.cfg.stats_alone >= 1.0:  # the verdict is the statistics' alone
                     success_logit = alone
                 else:
@@ -253,6 +252,10 @@ class RewardNet(nn.Module):
                         success_logit = success_logit * keep.to(alone.dtype)
                     success_logit = success_logit + alone
         return success_logit, frame_logits
+
+    def stats_logit(self, st: torch.Tensor) -> torch.Tensor:
+        """(B,) the statistics MLP's success logit for ``(B, S)`` run statistics (standardised here)."""
+        return self.stats_mlp((st - self.stats_mean) / self.stats_std).squeeze(-1)
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor, token_mask: torch.Tensor,
                 text_ids: torch.Tensor, text_mask: torch.Tensor, frame_mask: torch.Tensor,

@@ -375,13 +375,35 @@ def set_stats_norm(net: RewardNet, recs: list[Record]) -> None:
     net.stats_std.copy_(st.std(dim=0).clamp(min=1e-3))
 
 
-def fit_stats_mlp(net: RewardNet, recs: list[Record], steps: int, seed: int, lr: float = 3e-3,
-                  weight_decay: float = 1e-3) -> float:
-    """Fit the statistics MLP alone, full batch, on ``recs`` (the training split) for ``steps`` AdamW steps,
-    then freeze it (``requires_grad`` off). The statistics do not depend on the rest of the network, so this is
-    the whole training the MLP needs; trained in the minibatch loop instead, sharing an optimiser, schedule and
-    early stopping with the transformer, it read held-out task types 9-19 points worse (model card, seventh
-    round). Draws from its own seeded generator, so the rest of training draws the same numbers either way.
+def fit_full_batch(module: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int, seed: int,
+                   lr: float = 3e-3, weight_decay: float = 1e-3) -> float:
+    """Fit ``module`` (logits ``(n, 1)`` from ``x``) to the 0/1 labels ``y`` full batch, ``steps`` AdamW steps
+    from a fresh initialisation drawn from ``seed`` (its own generator: the caller's random state is left as
+    it was); leaves it in eval mode. Returns the final binary cross-entropy."""
+    if steps < 1:
+        raise ValueError(f"stats_fit: steps must be >= 1, got {steps}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for layer in module.modules():  # the same draws as constructing it right after the seed
+            if layer is not module and hasattr(layer, "reset_parameters"):
+                layer.reset_parameters()
+        opt = torch.optim.AdamW(module.parameters(), lr=lr, weight_decay=weight_decay)
+        module.train()
+        for _ in range(steps):
+            opt.zero_grad(set_to_none=True)
+            loss = F.binary_cross_entropy_with_logits(module(x)[:, 0], y)
+            loss.backward()
+            opt.step()
+    module.eval()
+    return float(loss.item())
+
+
+def fit_stats_mlp(net: RewardNet, recs: list[Record], steps: int, seed: int) -> float:
+    """Fit the statistics MLP alone, full batch, on ``recs`` (the training split) for ``steps`` AdamW steps
+    (:func:`fit_full_batch`), then freeze it (``requires_grad`` off). The statistics do not depend on the rest
+    of the network, so this is the whole training the MLP needs; trained in the minibatch loop instead, sharing
+    an optimiser, schedule and early stopping with the transformer, it read held-out task types 9-19 points
+    worse (model card, seventh round).
 
     Returns:
         The final training loss (binary cross-entropy).
@@ -392,26 +414,11 @@ def fit_stats_mlp(net: RewardNet, recs: list[Record], steps: int, seed: int, lr:
     mlp = getattr(net, "stats_mlp", None)
     if mlp is None:
         raise ValueError("stats_fit needs the statistics MLP: set config stats_head true and stats_mlp > 0")
-    if steps < 1:
-        raise ValueError(f"stats_fit: steps must be >= 1, got {steps}")
     x = (torch.stack([record_stats(r) for r in recs]) - net.stats_mean) / net.stats_std
-    y = torch.tensor([float(r.success) for r in recs])
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        for layer in mlp:  # a fresh initialisation from the seed, whatever the network's init drew before
-            if hasattr(layer, "reset_parameters"):
-                layer.reset_parameters()
-        opt = torch.optim.AdamW(mlp.parameters(), lr=lr, weight_decay=weight_decay)
-        mlp.train()
-        for _ in range(steps):
-            opt.zero_grad(set_to_none=True)
-            loss = F.binary_cross_entropy_with_logits(mlp(x)[:, 0], y)
-            loss.backward()
-            opt.step()
-    mlp.eval()
+    loss = fit_full_batch(mlp, x, torch.tensor([float(r.success) for r in recs]), steps, seed)
     for p in mlp.parameters():
         p.requires_grad_(False)
-    return float(loss.item())
+    return loss
 
 
 def choose_threshold(p: np.ndarray, y: np.ndarray) -> float:
