@@ -74,7 +74,7 @@ def percept_file(cache_dir: str | Path, key: str, episode_path: str) -> Path:
 def source_of(row: dict[str, Any]) -> str:
     """The recorded episode whose frames an example shows (a derived negative's original)."""
     traj = native.load(row["path"])
-    return str(traj.metadata.get("derived_from_path") or row["path"])
+    return str(Path(traj.metadata.get("derived_from_path") or row["path"]).resolve())
 
 
 _WORKER: dict[str, Any] = {}

@@ -63,6 +63,20 @@ def cursor_bank(themes: Sequence[str]) -> list[CursorImage]:
     return bank
 
 
+def _place(frame: np.ndarray, rng: random.Random) -> tuple[float, float]:
+    """Where to put the pointer: anywhere half the time, else on something (an edge, a glyph): an agent's pointer
+    rests on what it clicked or typed into, and a pointer over text and borders is the hard case."""
+    h, w = frame.shape[:2]
+    if rng.random() < 0.5:
+        return rng.uniform(0, w - 1), rng.uniform(0, h - 1)
+    g = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+    edges = np.argwhere(cv2.morphologyEx(g, cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8)) > 60)
+    if not len(edges):
+        return rng.uniform(0, w - 1), rng.uniform(0, h - 1)
+    y, x = edges[rng.randrange(len(edges))]
+    return float(x) + rng.uniform(-3, 3), float(y) + rng.uniform(-3, 3)
+
+
 def _scaled(cur: CursorImage, f: float) -> CursorImage:
     """A cursor image resized by ``f`` (a device scale factor), hotspot scaled with it."""
     if f == 1.0:
@@ -107,7 +121,7 @@ def make_example(bg: np.ndarray, bank: Sequence[CursorImage], rng: random.Random
     if rng.random() < p_pointer:
         cur = rng.choice(bank)
         cscale = rng.choice((0.75, 1.0, 1.0, 1.25, 1.5, 2.0))
-        x, y = rng.uniform(0, w - 1), rng.uniform(0, h - 1)
+        x, y = _place(frame, rng)
         draw_image(frame, _scaled(cur, cscale), x, y)
         hot = (x, y)
     img, s = prepare(frame)
@@ -156,7 +170,8 @@ def focal_loss(logits: torch.Tensor, target: torch.Tensor, alpha: float = 2.0, b
 
 
 def train(backgrounds: list[np.ndarray], themes: Sequence[str], out: str | Path, steps: int = 3000,
-          batch: int = 32, lr: float = 3e-3, seed: int = 0, threads: int = 2, log_every: int = 100) -> Path:
+          batch: int = 32, lr: float = 3e-3, seed: int = 0, threads: int = 2, log_every: int = 100,
+          init: str | Path | None = None) -> Path:
     """Train, export ``out/pointer.onnx`` (checked against torch) and return its path."""
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
@@ -165,6 +180,8 @@ def train(backgrounds: list[np.ndarray], themes: Sequence[str], out: str | Path,
     if not bank:
         raise ValueError(f"no cursor images in themes {list(themes)}")
     net = PointerNet(PointerNetConfig())
+    if init:  # continue from an earlier detector (same architecture)
+        net.load_state_dict(torch.load(init, map_location="cpu", weights_only=False)["state_dict"])
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
     t0 = time.time()
@@ -271,6 +288,10 @@ if __name__ == "__main__":
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (1: on a busy 2-core machine two threads made each step ten times slower)")
+    ap.add_argument("--init", default=None, help="pointer.pt of an earlier run to continue from")
     a = ap.parse_args()
     groups = [load_backgrounds(sorted(glob.glob(g, recursive=True)), seed=a.seed) for g in a.backgrounds]
     val_bgs, train_bgs = [], []
@@ -283,7 +304,7 @@ if __name__ == "__main__":
         train_bgs += (rest * (most // len(rest) + 1))[:most]
     train_themes, test_themes = split_themes(installed_themes())
     print(f"{len(train_bgs)} backgrounds, {len(train_themes)} train themes, held out: {test_themes}")
-    path = train(train_bgs, train_themes, a.out, steps=a.steps, seed=a.seed)
+    path = train(train_bgs, train_themes, a.out, steps=a.steps, seed=a.seed, lr=a.lr, init=a.init, threads=a.threads)
     det = PointerDetector(path)
     report = {"seen_themes": evaluate(det, val_bgs, train_themes), "unseen_themes": evaluate(det, val_bgs, test_themes)}
     print(json.dumps(report, indent=1))

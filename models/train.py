@@ -53,7 +53,7 @@ class TrainArgs:
     weight_decay: float = 0.05
     patience: int = 6
     seed: int = 0
-    threads: int = 2
+    threads: int = 1  # torch threads: on a busy 2-core machine two made each step ten times slower (measured)
     workers: int = 2
     time_budget: float = 0.0  # seconds; 0 = no limit
     agents: tuple[str, ...] = ()  # train only on these agents (cross table); () = all

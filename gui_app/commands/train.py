@@ -16,7 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--patience", type=int, default=6, help="epochs without a better validation loss before stopping")
     p.add_argument("--cache", default="", help="perception cache folder (default: DS/.perception)")
     p.add_argument("--pointer", default="", help="pointer detector ONNX (default: the shipped one)")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (1 by default: on a busy 2-core machine 2 threads made steps 10x slower)")
     p.add_argument("--workers", type=int, default=2, help="processes that perceive episodes (once, cached)")
     p.add_argument("--time-budget", type=float, default=0.0, help="stop after the epoch that passes N seconds")
     p.add_argument("--agents", default="", help="train only on these agents, comma-separated (the cross table)")
