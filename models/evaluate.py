@@ -144,7 +144,7 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
                 warm = True
             t0 = time.perf_counter()
             if key is not None:
-                rec = record_for(row, load_percept(cache, key, row["source_path"]))
+                rec = record_for(row, load_percept(cache or "", key, row["source_path"]))
                 ex = rec.example
             else:
                 ex = model.featurize(traj)
@@ -178,6 +178,77 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
             "cross": _by(sub, lambda r: f"agent {r['agent']} / style {r['style']}", thr),
             "source": _by(sub, lambda r: r["source"], thr),
             "kind": _by(sub, lambda r: r["kind"], thr),
+            "task": _by(sub, lambda r: r["task"], thr),
+        }
+    wdir = Path(model_dir or WEIGHTS_DIR)
+    report["bytes"] = {name: (wdir / name).stat().st_size for name in ("model.onnx", "pointer.onnx")
+                       if (wdir / name).is_file()}
+    report["bytes"]["reader"] = Path(model.perceiver.reader.path).stat().st_size
+    report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return report
+
+
+def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Score every trajectory under ``roots``, in any format Rollscope reads, whose outcome is known.
+
+    Users' own runs are the test that matters: an OSWorld result folder with ``result.txt``, an Inspect log with
+    scores, native folders with an outcome. Each root is a split of the report (the same tables as
+    :func:`evaluate`); ``source`` is the importer that read the run, ``task`` the run's task type when it has one.
+    Runs without an outcome are counted in ``no_outcome``, never scored as if they had one.
+    """
+    from gui_app.core.dataset import HELDOUT_TASKS
+    from gui_app.core.formats import find_units
+
+    model = RewardModel.load(model_dir)
+    units = [(str(root), path, imp) for root in roots for path, imp in find_units(root)]
+    rows: list[dict[str, Any]] = []
+    errors: list[dict[str, str]] = []
+    no_outcome = 0
+    for i, (root, path, imp) in enumerate(units):
+        try:
+            trajs = imp.load_all(path)
+        except (RollscopeError, OSError, ValueError) as exc:
+            errors.append({"path": str(path), "error": str(exc)})
+            continue
+        for traj in trajs:
+            if traj.outcome.success is None:
+                no_outcome += 1
+                continue
+            try:
+                t0 = time.perf_counter()
+                res = model.score(traj)
+                e2e = time.perf_counter() - t0
+            except (RollscopeError, OSError, ValueError) as exc:
+                errors.append({"path": str(path), "error": str(exc)})
+                continue
+            md = traj.metadata
+            task = str(md.get("task") or md.get("domain") or "?")
+            steps = res.keyframe_steps
+            pred_step = int(steps[int(np.argmax([res.step_scores[s] for s in steps]))]) if steps else 0
+            fe = md.get("first_error_step")
+            true_step = None
+            if not traj.outcome.success and isinstance(fe, int) and 0 <= fe < traj.n_steps and steps:
+                true_step = steps[first_error_frame(steps, fe)]
+            rows.append({"split": root, "p": res.p_success, "success": bool(traj.outcome.success),
+                         "pred_step": pred_step, "true_step": true_step, "kept": res.tokens_kept,
+                         "total": res.tokens_total, "forward": res.timings.get("forward", 0.0), "e2e": e2e,
+                         "ood": res.ood or 0.0, "unknown": res.unknown, "kind": "recorded", "task": task,
+                         "unseen": "unseen task" if task in HELDOUT_TASKS else "trained task",
+                         "agent": str(md.get("agent") or "?"), "style": str(md.get("style_family") or "?"),
+                         "source": traj.source_format})
+        if progress is not None:
+            progress(i + 1, len(units))
+    thr = model.threshold
+    report: dict[str, Any] = {"model": model.name, "threshold": thr, "splits": {}, "errors": errors,
+                              "no_outcome": no_outcome, "perception": "runtime"}
+    for root in dict.fromkeys(r for r, _, _ in units):
+        sub = [r for r in rows if r["split"] == root]
+        report["splits"][root] = {
+            "all": group_metrics(sub, thr),
+            "cross": _by(sub, lambda r: f"agent {r['agent']} / style {r['style']}", thr),
+            "source": _by(sub, lambda r: r["source"], thr),
+            "kind": _by(sub, lambda r: r["unseen"], thr),
             "task": _by(sub, lambda r: r["task"], thr),
         }
     wdir = Path(model_dir or WEIGHTS_DIR)

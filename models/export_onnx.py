@@ -84,7 +84,8 @@ def export_network(net: RewardNet, path: str | Path, atol: float = 1e-4) -> floa
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(wrapper, args, buf, input_names=list(INPUT_NAMES), output_names=list(OUTPUT_NAMES),
+        torch.onnx.export(wrapper, args, buf,  # type: ignore[arg-type]  # a file object works
+                          input_names=list(INPUT_NAMES), output_names=list(OUTPUT_NAMES),
                           dynamic_axes=DYNAMIC_AXES, opset_version=OPSET, dynamo=False)
     model = onnx.load_from_string(buf.getvalue())
     onnx.checker.check_model(model, full_check=True)

@@ -132,11 +132,11 @@ def load_keyframes(traj: Trajectory, max_frames: int) -> Keyframes:
         tl = Timeline(traj, src)
         ends = tl.end_frames(steps)  # the frame on screen at each step's end
         ref_i = tl.start_frames[0] if tl.start_frames else 0
-        frames = [np.array(src.frame(i)) for i in ends]
+        vframes = [np.array(src.frame(i)) for i in ends]
         reference = np.array(src.frame(ref_i)) if ref_i < ends[0] else None
     finally:
         src.close()
-    return Keyframes(frames, steps, reference, "video")
+    return Keyframes(vframes, steps, reference, "video")
 
 
 @dataclass
@@ -382,7 +382,7 @@ def make_batch(examples: list[Example]) -> dict[str, np.ndarray]:
         arrs = [getattr(e, key) for e in examples]
         n = max(1, max(len(a) for a in arrs))
         shape = (b, n) + (arrs[0].shape[1:] if width is None else (width,))
-        out = np.zeros(shape, dtype)
+        out: np.ndarray = np.zeros(shape, dtype)
         mask = np.zeros((b, n), bool)
         for i, a in enumerate(arrs):
             if len(a):

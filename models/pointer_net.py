@@ -43,7 +43,9 @@ class PointerNet(nn.Module):
         self.up = nn.Upsample(scale_factor=2.0, mode="nearest")
         self.head = nn.Sequential(nn.Conv2d(cfg.c2 + cfg.c3, cfg.c2, 1, bias=False), nn.BatchNorm2d(cfg.c2),
                                   nn.ReLU(inplace=True), _conv(cfg.c2, cfg.c2), nn.Conv2d(cfg.c2, 1, 1))
-        nn.init.constant_(self.head[-1].bias, -4.0)  # start near "no pointer anywhere"
+        last = self.head[-1]
+        assert isinstance(last, nn.Conv2d) and last.bias is not None
+        nn.init.constant_(last.bias, -4.0)  # start near "no pointer anywhere"
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         f4 = self.down(image)  # (B, c2, H/4, W/4)

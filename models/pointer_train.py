@@ -245,12 +245,12 @@ def evaluate(detector: PointerDetector, backgrounds: list[np.ndarray], themes: S
             hits.append(math.hypot(hit.x - x, hit.y - y) <= radius * max(1.0, r))
         else:
             neg_scores.append(detector.detect([frame])[0].score)
-    pos, hit, neg = np.array(pos_scores), np.array(hits), np.array(neg_scores)
+    pos, located, neg = np.array(pos_scores), np.array(hits), np.array(neg_scores)
     out = {"n_pos": float(len(pos)), "n_neg": float(len(neg))}
     for thr in (0.3, 0.5, 0.7):
-        out[f"recall@{thr}"] = float(((pos >= thr) & hit).mean())
+        out[f"recall@{thr}"] = float(((pos >= thr) & located).mean())
         out[f"false_pos@{thr}"] = float((neg >= thr).mean())
-    out["located"] = float(hit.mean())
+    out["located"] = float(located.mean())
     return out
 
 

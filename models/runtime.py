@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class RewardModel:
         """
         from models.pointer import PointerDetector
         from models.text import TextReader
-        from models.train import versions
+        from models.versions import versions
 
         if backend not in BACKENDS:
             raise ModelLoadError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
@@ -192,7 +193,7 @@ class RewardModel:
 
     def ood(self, emb: np.ndarray, ex: Example) -> float:
         """Distance of one run from the training data, in units of the validation runs' 99th percentile."""
-        from models.train import mahalanobis
+        from models.versions import mahalanobis
 
         mu, sd, prec, scale = self._ood
         vec = np.concatenate([emb, ex.summary if ex.summary is not None else np.zeros(len(mu) - len(emb))])
@@ -206,7 +207,7 @@ class RewardModel:
         """
         return Prepared(self.featurize(traj, prune=prune), traj.n_steps, traj.instruction or "")
 
-    def score_prepared(self, prepared: list[Prepared]) -> list[Score]:
+    def score_prepared(self, prepared: Sequence[Prepared]) -> list[Score]:
         """Score prepared trajectories in one padded forward pass (its time is shared out evenly)."""
         if not prepared:
             return []

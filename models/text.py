@@ -81,7 +81,7 @@ def line_boxes(frame: np.ndarray, min_h: int = 5, max_h: int = 96, max_lines: in
     rule = max(25, min(g.shape) // 20)
     hl = cv2.morphologyEx(bw, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (rule, 1)))
     vl = cv2.morphologyEx(bw, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, rule)))
-    ink = bw & (1 - (hl | vl))
+    ink = bw & (1 - np.bitwise_or(hl, vl))
     n, _, st, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
     hs = st[1:, 3]
     glyph = hs[(hs >= 4) & (hs <= max_h)]

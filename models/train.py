@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from models import hashing, terms, text
+from models import text
 from models.data import (Record, cache_key, load_records, perceive_all, read_manifest, record_for,
                          with_sources)
 from models.features import FEATURE_VERSION, make_batch, make_example
@@ -31,12 +31,7 @@ from models.config import ModelConfig
 from models.network import INPUT_NAMES, RewardNet, losses
 from models.perception import PERCEPTION_VERSION, PerceptionConfig, ReadLine, RunPercept
 from models.pointer import POINTER_FEATURE_VERSION
-
-
-def versions() -> dict[str, int]:
-    """Every version that defines what the network is given; stored in the weights and checked at load."""
-    return {"feature": FEATURE_VERSION, "perception": PERCEPTION_VERSION, "terms": terms.TERMS_VERSION,
-            "hashing": hashing.HASHING_VERSION, "text": text.TEXT_FEATURE_VERSION, "pointer": POINTER_FEATURE_VERSION}
+from models.versions import mahalanobis, versions
 
 
 @dataclass
@@ -147,14 +142,9 @@ def ood_reference(train_vecs: np.ndarray, val_vecs: np.ndarray) -> dict[str, Any
     return {"mean": mu.tolist(), "std": sd.tolist(), "precision": prec.tolist(), "scale": max(scale, 1e-6)}
 
 
-def mahalanobis(vecs: np.ndarray, mu: np.ndarray, sd: np.ndarray, prec: np.ndarray) -> np.ndarray:
-    z = (vecs - mu) / sd
-    return np.sqrt(np.maximum(0.0, np.einsum("ni,ij,nj->n", z, prec, z)))
-
-
 def ood_vectors(embs: np.ndarray, recs: list[Record]) -> np.ndarray:
     """What the OOD measure compares: the CLS embedding and the run summary, side by side."""
-    summ = np.stack([r.example.summary for r in recs]) if recs else np.zeros((0, 11))
+    summ = np.stack([np.asarray(r.example.summary) for r in recs]) if recs else np.zeros((0, 11))
     return np.concatenate([embs, summ], axis=1)
 
 
@@ -262,10 +252,10 @@ def train(args: TrainArgs, log: Callable[[str], None] = print,
             break
     net.load_state_dict(best["state"])
     logits, _, embs = predict(net, val_recs)
-    y = np.array([r.success for r in val_recs])
-    a, b = fit_platt(logits, y)
+    y_val = np.array([r.success for r in val_recs])
+    a, b = fit_platt(logits, y_val)
     p = 1 / (1 + np.exp(-(a * logits + b)))
-    thr = choose_threshold(p, y)
+    thr = choose_threshold(p, y_val)
     tr_logits, _, tr_embs = predict(net, train_recs)
     ood = ood_reference(ood_vectors(tr_embs, train_recs), ood_vectors(embs, val_recs))
     out = Path(args.out)
@@ -276,7 +266,7 @@ def train(args: TrainArgs, log: Callable[[str], None] = print,
     torch.save(ck, out / "checkpoint.pt")
     report = {"args": {k: v for k, v in asdict(args).items() if k != "net"}, "net": cfg.to_dict(),
               "history": history, "best_epoch": best["epoch"], "threshold": thr, "calibration": {"a": a, "b": b},
-              "val": metrics(p, y, thr), "n_train": len(train_recs), "n_val": len(val_recs),
+              "val": metrics(p, y_val, thr), "n_train": len(train_recs), "n_val": len(val_recs),
               "seconds": time.time() - t_start, **{k: v for k, v in info.items() if k != "perception"}}
     (out / "train_log.json").write_text(json.dumps(report, indent=1, default=str))
     return report

@@ -1,4 +1,5 @@
-"""``rollscope eval DS [--json | --markdown] [--split test]``: the reward model's metrics tables on a dataset."""
+"""``rollscope eval DS [--json | --markdown] [--split test]``: the reward model's metrics tables on a dataset;
+``rollscope eval --library DIR...``: the same tables on runs in any format whose outcome is known."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ import json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="dataset folder holding manifest.parquet")
+    p.add_argument("data", nargs="+",
+                   help="dataset folder holding manifest.parquet; with --library, folders of runs in any format")
+    p.add_argument("--library", action="store_true",
+                   help="score every run under DATA (any format) whose outcome is known: your own runs as the test "
+                        "set, a table per folder, by source format and task")
     p.add_argument("--split", action="append", default=None,
                    help="split to report (repeatable; default: test and heldout_task)")
     p.add_argument("--model", default=None, help="weights folder or training run (default: shipped weights)")
@@ -25,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gui_app.commands.progress import bar
     from gui_app.core.errors import TrajectoryFormatError
-    from models.evaluate import evaluate, format_markdown, format_table
+    from models.evaluate import evaluate, evaluate_library, format_markdown, format_table
 
     if args.report:
         try:
@@ -44,8 +49,13 @@ def run(args: argparse.Namespace) -> int:
         pbar.update(done - pbar.n)
 
     try:
-        report = evaluate(args.data, args.model, splits=tuple(args.split or ("test", "heldout_task")),
-                          limit=args.limit, cache=args.cache, progress=progress)
+        if args.library:
+            report = evaluate_library(args.data, args.model, progress=progress)
+        elif len(args.data) > 1:
+            raise TrajectoryFormatError(args.data[1], None, "one dataset at a time (several folders need --library)")
+        else:
+            report = evaluate(args.data[0], args.model, splits=tuple(args.split or ("test", "heldout_task")),
+                              limit=args.limit, cache=args.cache, progress=progress)
     finally:
         pbar.close()
     print(json.dumps(report) if args.json else format_markdown(report) if args.markdown else format_table(report))

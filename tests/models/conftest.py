@@ -25,7 +25,7 @@ def tiny_weights(tmp_path_factory) -> Path:
     from models.network import RewardNet
     from models.perception import PerceptionConfig
     from models.runtime import default_pointer_path
-    from models.train import versions
+    from models.versions import versions
 
     run = tmp_path_factory.mktemp("run")
     cfg = ModelConfig.tiny()

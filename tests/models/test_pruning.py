@@ -7,11 +7,40 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from models import synthetic
 from models.pruning import (PruneParams, group_masks, patchify, prune, prune_patches, spatial_keep, target_size,
                             to_float)
 
 P = 16
+
+
+def _blank(height: int, width: int, color: tuple[int, int, int] = (255, 255, 255)) -> np.ndarray:
+    f = np.empty((height, width, 3), dtype=np.uint8)
+    f[:] = color
+    return f
+
+
+def _text(frame: np.ndarray, y: int, x: int, n_chars: int, rng: np.random.Generator,
+          color: tuple[int, int, int] = (20, 20, 20)) -> None:
+    """Glyph-like text: random 5x7 dot glyphs, scaled 2x."""
+    for i in range(n_chars):
+        glyph = np.kron(rng.random((7, 5)) < 0.45, np.ones((2, 2), dtype=bool))
+        region = frame[y: y + 14, x + i * 12: x + i * 12 + 10]
+        region[glyph[: region.shape[0], : region.shape[1]]] = color
+
+
+def _gui_frame(rng: np.random.Generator, height: int, width: int, button: tuple[int, int] | None = None) -> np.ndarray:
+    """A GUI-like screen: a header bar with text, a panel with lines of text and, optionally, a button."""
+    f = _blank(height, width)
+    f[:40] = (60, 90, 160)
+    _text(f, 14, 10, 8, rng, color=(240, 240, 240))
+    f[60: height - 20, 10: width - 10] = (235, 235, 235)
+    for line in range(4):
+        _text(f, 80 + line * 24, 20, int(rng.integers(6, 20)), rng)
+    if button is not None:
+        by, bx = button
+        f[by: by + 32, bx: bx + 96] = (70, 160, 90)
+        _text(f, by + 9, bx + 10, 6, np.random.default_rng(7), color=(255, 255, 255))
+    return f
 
 
 def test_target_size_rounds_to_patch_multiples():
@@ -28,21 +57,21 @@ def test_patchify_round_trip():
 
 
 def test_flat_frame_keeps_one_token():
-    frames = [synthetic.blank(128, 128, (200, 200, 200))]
+    frames = [_blank(128, 128, (200, 200, 200))]
     res = prune(frames, working_size=128)
     assert res.tokens_total == 64
     assert res.tokens_kept == 1  # spatially all one component, the forced token remains
 
 
 def test_unchanged_frame_keeps_one_token():
-    f = synthetic.gui_frame(np.random.default_rng(1), 256, 256, button=(120, 60))
+    f = _gui_frame(np.random.default_rng(1), 256, 256, button=(120, 60))
     res = prune([f, f.copy()], working_size=256)
     assert res.masks[0].sum() > 1
     assert res.masks[1].sum() == 1
 
 
 def test_text_survives_flat_background_goes():
-    f = synthetic.gui_frame(np.random.default_rng(2), 256, 256)
+    f = _gui_frame(np.random.default_rng(2), 256, 256)
     res = prune([f], working_size=256)
     m = res.masks[0]
     assert m[1, 1]  # header text (rows 14..28 px, x from 10 px) sits in patch row 0/1
@@ -51,8 +80,8 @@ def test_text_survives_flat_background_goes():
 
 
 def test_moved_button_keeps_the_tokens_it_crossed():
-    a = synthetic.blank(128, 128)
-    b = synthetic.blank(128, 128)
+    a = _blank(128, 128)
+    b = _blank(128, 128)
     a[32:48, 32:48] = (0, 120, 0)  # a one-patch "button" at patch (2, 2)
     b[32:48, 80:96] = (0, 120, 0)  # moved to patch (2, 5)
     res = prune([a, b], working_size=128)
@@ -61,8 +90,8 @@ def test_moved_button_keeps_the_tokens_it_crossed():
 
 
 def test_spatial_only_pruning_without_protection_loses_the_vacated_patch():
-    a = synthetic.blank(128, 128)
-    b = synthetic.blank(128, 128)
+    a = _blank(128, 128)
+    b = _blank(128, 128)
     a[32:48, 32:48] = (0, 120, 0)
     b[100:108, 100:104] = 0  # something else appears, so the forced token is not the vacated patch
     res = prune_patches(patchify(np.stack([a, b])), PruneParams(protect_change=2.0))  # protection off
