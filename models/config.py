@@ -2,7 +2,7 @@
 
 A checkpoint stores ``asdict(cfg)`` so it can rebuild its own network (:meth:`ModelConfig.from_dict` ignores keys
 it does not know). What the network is *given* (perception, features) has its own settings
-(:class:`models.perception.PerceptionConfig`) and versions (:func:`models.train.versions`), stored with the
+(:class:`models.perception.PerceptionConfig`) and versions (:func:`models.versions.versions`), stored with the
 weights and checked at load.
 """
 

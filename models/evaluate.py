@@ -49,8 +49,30 @@ def classification(p: np.ndarray, y: np.ndarray, thr: float) -> dict[str, float]
     rec = tp / (tp + fn) if tp + fn else 0.0
     acc = float((pred == pos).mean()) if len(y) else float("nan")
     maj = float(max(pos.mean(), 1 - pos.mean())) if len(y) else float("nan")
+    n_neg = int((~pos).sum())
+    fail_rec = int((~pred & ~pos).sum()) / n_neg if n_neg else float("nan")
     return {"n": int(len(y)), "accuracy": acc, "majority_accuracy": maj, "precision": prec, "recall": rec,
-            "f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0}
+            "f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0, "failure_recall": fail_rec,
+            "balanced_accuracy": (rec + fail_rec) / 2 if tp + fn and n_neg else float("nan"), "auroc": auroc(p, pos)}
+
+
+def auroc(p: np.ndarray, pos: np.ndarray) -> float:
+    """Area under the ROC curve (ties count half): how well p_success ranks successes above failures,
+    whatever the threshold; 0.5 is chance."""
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if not n_pos or not n_neg:
+        return float("nan")
+    order = np.argsort(p, kind="mergesort")
+    ranks = np.empty(len(p))
+    sp = p[order]
+    i = 0
+    while i < len(sp):  # average ranks over ties
+        j = i
+        while j + 1 < len(sp) and sp[j + 1] == sp[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def calibration(p: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> dict[str, Any]:
@@ -234,7 +256,8 @@ def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None =
                          "pred_step": pred_step, "true_step": true_step, "kept": res.tokens_kept,
                          "total": res.tokens_total, "forward": res.timings.get("forward", 0.0), "e2e": e2e,
                          "ood": res.ood or 0.0, "unknown": res.unknown, "kind": "recorded", "task": task,
-                         "unseen": "unseen task" if task in HELDOUT_TASKS else "trained task",
+                         "unseen": ("task type unknown" if task == "?" else
+                                    "unseen task type" if task in HELDOUT_TASKS else "trained task type"),
                          "agent": str(md.get("agent") or "?"), "style": str(md.get("style_family") or "?"),
                          "source": traj.source_format})
         if progress is not None:
@@ -259,7 +282,8 @@ def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None =
     return report
 
 
-ROWS = [("accuracy", "{:.1%}"), ("majority_accuracy", "{:.1%}"), ("precision", "{:.1%}"), ("recall", "{:.1%}"),
+ROWS = [("accuracy", "{:.1%}"), ("majority_accuracy", "{:.1%}"), ("balanced_accuracy", "{:.1%}"), ("auroc", "{:.3f}"),
+        ("precision", "{:.1%}"), ("recall", "{:.1%}"), ("failure_recall", "{:.1%}"),
         ("f1", "{:.1%}"), ("ece", "{:.3f}"), ("unknown_share", "{:.1%}"), ("first_error_exact", "{:.1%}"),
         ("first_error_within_one", "{:.1%}"), ("first_error_tiou", "{:.3f}"), ("tokens_kept_ratio", "{:.1%}"),
         ("forward_ms_mean", "{:.1f}"), ("e2e_ms_mean", "{:.1f}"), ("n", "{}"), ("n_localised", "{}")]
@@ -280,10 +304,12 @@ def format_markdown(report: dict[str, Any]) -> str:
             groups = report["splits"][s][table]
             if not groups:
                 continue
-            lines += ["", f"**{table} ({s})**", "", "| group | n | accuracy | recall | first error exact | unknown |",
-                      "|---|---|---|---|---|---|"]
+            lines += ["", f"**{table} ({s})**", "",
+                      "| group | n | accuracy | recall | failure recall | AUROC | first error exact | unknown |",
+                      "|---|---|---|---|---|---|---|---|"]
             for g, m in groups.items():
                 lines.append(f"| {g} | {m['n']} | {_fmt(m['accuracy'], '{:.1%}')} | {_fmt(m['recall'], '{:.1%}')} | "
+                             f"{_fmt(m.get('failure_recall'), '{:.1%}')} | {_fmt(m.get('auroc'), '{:.3f}')} | "
                              f"{_fmt(m['first_error_exact'], '{:.1%}')} | {_fmt(m['unknown_share'], '{:.1%}')} |")
     lines.append("")
     sizes = ", ".join(f"{k} {b / 1e6:.1f} MB" for k, b in report["bytes"].items())

@@ -24,6 +24,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--style-families", default="",
                    help="train only on these recording-style families, comma-separated (the cross table)")
     p.add_argument("--no-augment", dest="augment", action="store_false", help="train without reading noise")
+    p.add_argument("--augment-share", type=float, default=0.5,
+                   help="share of training examples re-read with perception noise each epoch")
+    p.add_argument("--weight-decay", type=float, default=0.05)
+    p.add_argument("--config", default="",
+                   help="network settings as JSON, over models.config.ModelConfig's defaults (the shipped recipe)")
     p.add_argument("--json", action="store_true", help="print the final report as one JSON object")
 
 
@@ -31,16 +36,27 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from gui_app.commands.progress import bar
+    import json
+
+    from gui_app.core.errors import RollscopeError
+    from models.config import ModelConfig
     from models.train import TrainArgs, train
 
     def split(s: str) -> tuple[str, ...]:
         return tuple(x.strip() for x in s.split(",") if x.strip())
 
+    try:
+        overrides = json.loads(args.config) if args.config else {}
+    except json.JSONDecodeError as exc:
+        raise RollscopeError(f"--config: not JSON ({exc})") from exc
+    if not isinstance(overrides, dict):
+        raise RollscopeError("--config: a JSON object of ModelConfig fields, e.g. '{\"d_model\": 64}'")
+    net = ModelConfig.from_dict({**ModelConfig().to_dict(), **overrides})
     targs = TrainArgs(data=args.data, out=args.out, epochs=args.epochs, seed=args.seed, batch_size=args.batch_size,
                       lr=args.lr, patience=args.patience, cache=args.cache, pointer=args.pointer,
                       threads=args.threads, workers=args.workers, time_budget=args.time_budget,
                       agents=split(args.agents), style_families=split(args.style_families),
-                      augment=0.5 if args.augment else 0.0)
+                      augment=args.augment_share if args.augment else 0.0, weight_decay=args.weight_decay, net=net)
     bars: dict[str, object] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
