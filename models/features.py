@@ -370,6 +370,13 @@ def first_error_frame(keyframe_steps_: list[int], first_error_step: int | None) 
     return len(keyframe_steps_) - 1
 
 
+# The network's named inputs and outputs (the ONNX graph's too); here, not in models.network, so that scoring
+# with onnxruntime never imports torch.
+INPUT_NAMES = ("word_ids", "word_mask", "term_ids", "term_feat", "term_mask", "line_ids", "line_feat", "line_t",
+               "line_mask", "frame_feat", "frame_mask", "vis", "vis_feat", "vis_t", "vis_mask", "run_feat")
+OUTPUT_NAMES = ("success_logit", "frame_logits", "embedding")
+
+
 BATCH_KEYS = ("word_ids", "term_ids", "term_feat", "line_ids", "line_feat", "line_t", "frame_feat", "vis",
               "vis_feat", "vis_t", "run_feat")
 

@@ -24,11 +24,9 @@ from torch import nn
 
 from models import hashing
 from models.config import ModelConfig
-from models.features import FRAME_FEATS, LINE_FEATS, RUN_FEATS, TERM_FEATS, VIS_FEATS
+from models.features import (FRAME_FEATS, INPUT_NAMES, LINE_FEATS, OUTPUT_NAMES,  # noqa: F401 - re-exported
+                             RUN_FEATS, TERM_FEATS, VIS_FEATS)
 
-INPUT_NAMES = ("word_ids", "word_mask", "term_ids", "term_feat", "term_mask", "line_ids", "line_feat", "line_t",
-               "line_mask", "frame_feat", "frame_mask", "vis", "vis_feat", "vis_t", "vis_mask", "run_feat")
-OUTPUT_NAMES = ("success_logit", "frame_logits", "embedding")
 _NEG = -1e9
 
 

@@ -14,6 +14,7 @@ from the training data (``ood``: 1.0 is the 99th percentile of validation runs; 
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +26,8 @@ import numpy as np
 from gui_app.core.errors import RollscopeError
 from gui_app.core.score import Score
 from gui_app.core.trajectory import Trajectory
-from models.features import Example, load_keyframes, make_batch, make_example
+from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example
 from models.config import ModelConfig
-from models.network import INPUT_NAMES
 from models.perception import PerceptionConfig, Perceiver
 from models.pruning import PruneParams
 
@@ -39,6 +39,11 @@ OOD_LIMIT = 1.0
 NO_INSTRUCTION = "no instruction: the verdict has nothing to judge the run against"
 UNLIKE_TRAINING = "unlike the runs the model was trained on (ood {ood:.2f} > 1): treat the verdict as unknown"
 NO_TEXT = "no text could be read where the run acted or changed the screen"
+OUTSIDE_SCREENS = ("screens of {w}x{h} px, outside the sizes the model was trained on ({w0}-{w1} x {h0}-{h1} px): "
+                   "treat the verdict as unknown")
+OUTSIDE_LENGTH = "{n} keyframes, longer than any run the model was trained on ({n1}): treat the verdict as unknown"
+SIZE_MARGIN = 1.25  # a screen up to 25% smaller or larger than any trained on still counts as seen
+LENGTH_MARGIN = 1.5
 
 
 class ModelLoadError(RollscopeError):
@@ -115,6 +120,7 @@ class RewardModel:
         self.calibration = meta["calibration"]
         ood = meta["ood"]
         self._ood = (np.array(ood["mean"]), np.array(ood["std"]), np.array(ood["precision"]), float(ood["scale"]))
+        self._range = ood.get("summary_range")  # weights from before summary ranges: the distance alone
 
     @classmethod
     def load(cls, path: str | Path | None = None, backend: str = "onnx", threads: int = 2) -> "RewardModel":
@@ -199,6 +205,25 @@ class RewardModel:
         vec = np.concatenate([emb, ex.summary if ex.summary is not None else np.zeros(len(mu) - len(emb))])
         return float(mahalanobis(vec[None], mu, sd, prec)[0] / scale)
 
+    def outside(self, ex: Example) -> list[str]:
+        """Why a run lies outside what the model was trained on by its screen size or length (empty: inside).
+
+        The summary's first three numbers are log1p(keyframes), log(height), log(width) of the first keyframe
+        (:func:`models.features.summary`)."""
+        if not self._range or ex.summary is None:
+            return []
+        lo, hi = self._range["min"], self._range["max"]
+        n, h, w = math.expm1(ex.summary[0]), math.exp(ex.summary[1]), math.exp(ex.summary[2])
+        h0, h1, w0, w1 = math.exp(lo[1]), math.exp(hi[1]), math.exp(lo[2]), math.exp(hi[2])
+        out = []
+        if not (h0 / SIZE_MARGIN <= h <= h1 * SIZE_MARGIN and w0 / SIZE_MARGIN <= w <= w1 * SIZE_MARGIN):
+            out.append(OUTSIDE_SCREENS.format(w=round(w), h=round(h), w0=round(w0), w1=round(w1), h0=round(h0),
+                                              h1=round(h1)))
+        n1 = math.expm1(hi[0])
+        if n > n1 * LENGTH_MARGIN:
+            out.append(OUTSIDE_LENGTH.format(n=round(n), n1=round(n1)))
+        return out
+
     def prepare(self, traj: Trajectory, prune: bool = True) -> Prepared:
         """The network's input for one trajectory (the core's :class:`~gui_app.core.scoring.Scorer` step one).
 
@@ -236,13 +261,15 @@ class RewardModel:
             warnings.append(NO_INSTRUCTION)
         if ood > OOD_LIMIT:
             warnings.append(UNLIKE_TRAINING.format(ood=ood))
+        outside = self.outside(ex)
+        warnings += outside
         if ex.line_feat.shape[0] == 0:
             warnings.append(NO_TEXT)
         masks = [] if ex.masks is None else [m for m in ex.masks]
         return Score(p_success=p, threshold=self.threshold, success=bool(success), first_error_step=first,
                      step_scores=step_scores, masks=masks, keyframe_steps=list(ex.keyframe_steps),
                      tokens_kept=ex.tokens_kept, tokens_total=ex.tokens_total, model=self.name, ood=ood,
-                     unknown=ood > OOD_LIMIT or not instruction.strip(), warnings=warnings,
+                     unknown=ood > OOD_LIMIT or bool(outside) or not instruction.strip(), warnings=warnings,
                      seconds=float(sum(timings.values())), timings=timings)
 
     def score(self, traj: Trajectory, prune: bool = True) -> Score:

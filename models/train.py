@@ -142,6 +142,14 @@ def ood_reference(train_vecs: np.ndarray, val_vecs: np.ndarray) -> dict[str, Any
     return {"mean": mu.tolist(), "std": sd.tolist(), "precision": prec.tolist(), "scale": max(scale, 1e-6)}
 
 
+def summary_ranges(recs: list[Record]) -> dict[str, list[float]]:
+    """The smallest and largest run summary seen in training, per dimension (:func:`models.features.summary`):
+    a run whose screens or length lie outside them is outside what the model has seen, whatever its embedding
+    says (features built to ignore appearance cannot see that the screens are another kind)."""
+    summ = np.stack([np.asarray(r.example.summary) for r in recs])
+    return {"min": summ.min(0).tolist(), "max": summ.max(0).tolist()}
+
+
 def ood_vectors(embs: np.ndarray, recs: list[Record]) -> np.ndarray:
     """What the OOD measure compares: the CLS embedding and the run summary, side by side."""
     summ = np.stack([np.asarray(r.example.summary) for r in recs]) if recs else np.zeros((0, 11))
@@ -258,6 +266,7 @@ def train(args: TrainArgs, log: Callable[[str], None] = print,
     thr = choose_threshold(p, y_val)
     tr_logits, _, tr_embs = predict(net, train_recs)
     ood = ood_reference(ood_vectors(tr_embs, train_recs), ood_vectors(embs, val_recs))
+    ood["summary_range"] = summary_ranges(train_recs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ck = {"state_dict": net.state_dict(), "net": cfg.to_dict(), "perception": info["perception"],

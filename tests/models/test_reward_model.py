@@ -17,7 +17,7 @@ from models.config import ModelConfig
 from models.export_onnx import export_network
 from models.features import first_error_frame, keyframe_steps, load_keyframes, make_batch, make_example
 from models.network import RewardNet
-from models.runtime import NO_INSTRUCTION, WEIGHTS_DIR, ModelLoadError, RewardModel
+from models.runtime import NO_INSTRUCTION, ModelLoadError, RewardModel
 
 
 def _sample(samples: Path, name: str) -> Path:
@@ -121,7 +121,6 @@ def test_screenshots_are_read_when_every_step_has_one_else_the_video(samples, tm
         load_keyframes(native.load(d), 50)
 
 
-@pytest.mark.skipif(not (WEIGHTS_DIR / "model.onnx").is_file(), reason="no shipped weights")
 def test_the_shipped_model_scores_the_same_run_alike_in_two_formats(samples, tmp_path):
     """One episode, written as an OSWorld result folder and as an ATIF trial, gets one verdict."""
     from gui_app.core.convert import to_atif, to_osworld
@@ -132,3 +131,35 @@ def test_the_shipped_model_scores_the_same_run_alike_in_two_formats(samples, tmp
     atif = to_atif(traj, tmp_path / "atif")
     a, b = model.score(formats.load(str(osw))), model.score(formats.load(str(atif)))
     assert a.success == b.success and abs(a.p_success - b.p_success) < 1e-6
+
+
+def test_scoring_with_onnxruntime_never_imports_torch(samples):
+    """The app and `score` run the ONNX graph; torch (hundreds of MB) loads only for the torch backend."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from gui_app.core import native; from models.runtime import RewardModel; "
+            f"RewardModel.load().score(native.load({str(_sample(samples, 'click-tab-success'))!r})); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_screens_of_a_size_never_trained_on_make_the_verdict_unknown(tiny_weights, samples, tmp_path):
+    """Features built to ignore appearance cannot see that a desktop is not a web page: the screen size and run
+    length seen in training bound what the model claims to know."""
+    w = tmp_path / "w"
+    shutil.copytree(tiny_weights, w)
+    meta = json.loads((w / "model.json").read_text())
+    n = len(meta["ood"]["mean"]) - ModelConfig.tiny().d_model
+    lo, hi = [0.0] * n, [10.0] * n
+    lo[1], hi[1], lo[2], hi[2] = np.log(300), np.log(500), np.log(200), np.log(400)  # heights 300-500, widths 200-400
+    hi[0] = np.log1p(20)
+    meta["ood"]["summary_range"] = {"min": lo, "max": hi}
+    (w / "model.json").write_text(json.dumps(meta))
+    model = RewardModel.load(w)
+    web = model.score(native.load(_sample(samples, "login-user-success")))  # 320x420 MiniWoB screens
+    assert not web.unknown and not any("outside the sizes" in x for x in web.warnings)
+    desk = model.score(formats.load(str(next((samples / "desktop").glob("*/*-s9*")))))  # 1280x720
+    assert desk.unknown and any("1280x720 px, outside the sizes the model was trained on" in x for x in desk.warnings)
+    assert 0.0 <= desk.p_success <= 1.0  # still scored: unknown is a flag, not a refusal
