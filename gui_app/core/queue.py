@@ -163,6 +163,8 @@ def teach_order(rows: Sequence[Any], ood: Mapping[str, float] | None = None,
     while valued:
         best_i, best = 0, float("-inf")
         for i, (v, _, r) in enumerate(valued[:TEACH_POOL]):
+            if v <= best:  # sorted by value and a penalty only lowers it: none further on can do better
+                break
             pen = max((teach_similarity(r, q) * 0.5 ** age for age, q in enumerate(reversed(recent))), default=0.0)
             s = v - diversity * pen
             if s > best + 1e-12:
