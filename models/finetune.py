@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy.special import expit
 
 from gui_app.core.errors import RollscopeError
 from gui_app.core.teaching import LabelledRun
@@ -403,7 +404,7 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     logits, _, embs = predict(net, recs)
     y = np.array([r.success for r in recs], dtype=float)
     a, b = fit_platt(logits, _platt_targets(y))
-    p_train = 1 / (1 + np.exp(-(a * logits + b)))
+    p_train = expit(a * logits + b)
     thr = choose_threshold(p_train, y.astype(bool))
     ood = _ood_reference(ood_vectors(embs, recs), seed=args.seed)
     out.mkdir(parents=True, exist_ok=True)
@@ -414,9 +415,12 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
           "versions": versions(), "calibration": {"a": a, "b": b}, "threshold": thr, "ood": ood,
           "pointer": str(Path(base_torch.perceiver.pointer.path).resolve()), "finetune": info}
     torch.save(ck, out / "checkpoint.pt")
-    from models.export_onnx import export_run
+    from models.export_onnx import ExportError, export_run
 
-    exported = export_run(out, out)
+    try:
+        exported = export_run(out, out)
+    except ExportError as exc:  # weights driven far off (a learning rate too high) no longer export faithfully
+        raise FinetuneError(f"{out}: the fine-tuned network could not be exported: {exc}") from exc
 
     report: dict[str, Any] = {
         "out": str(out), "base_model": str(base_path), "seed": args.seed, "labels": len(runs),

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gui_app.core.errors import CatalogError
-from gui_app.core.formats import split_selector
+from gui_app.core.annotation import Annotation
+from gui_app.core.errors import CatalogError, RollscopeError
+from gui_app.core.formats import find_units, split_selector
+from gui_app.core.identity import library_key
 
 if TYPE_CHECKING:
     from gui_app.core.catalog import Catalog
@@ -118,3 +120,38 @@ def labelled_runs(store: AnnotationStore, root: str | Path, catalog: Catalog | N
         out.runs.append(LabelledRun(ref, key, success, None if success or step is None else int(step),
                                     str(final.get("source") or ""), task))
     return out
+
+
+def known_outcomes(root: str | Path, errors: list[str] | None = None) -> list[LabelledRun]:
+    """Every run under ``root`` (any format) whose outcome is recorded (an environment's reward, a checker's
+    verdict), as the labels a person would give it: the verdict, and for a failure the recorded first error step
+    when the format has one (``metadata['first_error_step']``). What a benchmark of the loop labels the store from
+    (``bench/learning_curve.py``). Units that do not load are named in ``errors`` (when given), never dropped
+    silently.
+    """
+    out: list[LabelledRun] = []
+    for path, imp in find_units(root):
+        try:
+            trajs = imp.load_all(path, align=False)
+        except (RollscopeError, OSError, ValueError) as exc:
+            if errors is not None:
+                errors.append(f"{path}: {exc}")
+            continue
+        for i, t in enumerate(trajs):
+            if t.outcome.success is None:
+                continue
+            key = str(path) if len(trajs) == 1 else f"{path}#{i}"
+            fe = t.metadata.get("first_error_step") if isinstance(t.metadata, dict) else None
+            step = int(fe) if not t.outcome.success and isinstance(fe, int) and 0 <= fe < t.n_steps else None
+            task = t.metadata.get("task") if isinstance(t.metadata, dict) else None
+            out.append(LabelledRun(library_key(key, root), key, bool(t.outcome.success), step, "env",
+                                   str(task) if task else None))
+    return out
+
+
+def label_store(store: AnnotationStore, runs: list[LabelledRun], annotator: str) -> int:
+    """Write ``runs``' verdicts and root-cause steps into ``store`` as ``annotator``'s labels, keyed by library
+    key; returns the number of field changes."""
+    return store.save_many(Annotation(trajectory_id=r.ref, annotator=annotator,
+                                      verdict="success" if r.success else "failure",
+                                      root_cause_step=r.root_cause_step) for r in runs)
