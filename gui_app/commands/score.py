@@ -62,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
 
         catalog = Catalog(args.catalog)
     paths = expand(args.paths)
+    if catalog is not None:  # the catalog keys units by absolute path (scan): scores must land on those rows
+        import os
+
+        paths = [os.path.abspath(p) for p in paths]
     pbar = bar(len(paths), desc="scoring", json_mode=args.json)
     try:
         outcomes = score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size,

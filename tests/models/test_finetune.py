@@ -174,3 +174,36 @@ def test_too_few_labels_and_no_held_out_slice(labelled, samples, tiny_weights, c
     assert is_worse({"base": None, "new": None}) == (True, "no held-out labels to compare the two models on")
     with pytest.raises(FinetuneError, match="base model"):
         finetune(FinetuneArgs(out=str(tmp_path / "y"), base=str(tmp_path / "nowhere")), runs, log=lambda m: None)
+
+
+def test_the_readme_loop_scan_score_teach_queue_label_train(samples, tiny_weights, cache, tmp_path, capsys,
+                                                            monkeypatch):
+    """The README's commands in order on a copy of the MiniWoB samples: scores recorded in the catalog reach the
+    teach queue (keyed as the scan keyed the runs), the queue's items get labelled, and the labels train."""
+    import shutil
+
+    from gui_app.core.queue import LabelQueue
+
+    lib = tmp_path / "runs"
+    shutil.copytree(samples / "miniwob", lib)
+    monkeypatch.chdir(tmp_path)  # relative paths, as typed: `score runs/ --catalog` keys scores as `scan runs/` did
+    assert main(["scan", "runs", "--json"]) == 0
+    catalog = str(lib / ".rollscope" / "catalog.sqlite")
+    assert main(["score", "runs", "--model", str(tiny_weights), "--catalog", "runs/.rollscope/catalog.sqlite",
+                 "--json"]) == 0
+    capsys.readouterr()
+    from gui_app.core.catalog import Catalog
+
+    with Catalog(catalog) as cat:
+        assert set(cat.ood_scores()) == {r.key for r in cat.query()}  # every scanned row has its score's ood
+    assert main(["queue", "build", "teach", "--order", "teach", "--annotators", "alice", "--root", str(lib)]) == 0
+    store = open_store(root=lib)
+    items = LabelQueue(store, "teach").items("alice")
+    assert len(items) == 12
+    truth = {r.ref: r for r in known_outcomes(lib)}
+    label_store(store, [truth[it.trajectory_id] for it in items], "alice")  # alice labels the queue in order
+    store.close()
+    rc, report, err = cli_json(["train", "--from-labels", "--root", str(lib), "--base", str(tiny_weights), "--out",
+                                str(tmp_path / "judge"), "--cache", str(cache), "--epochs", "3", "--json"], capsys)
+    assert rc == 0, err
+    assert report["n_train"] + report["n_heldout"] == 12 and not report["skipped"]
