@@ -2,6 +2,7 @@
 the fine-tune takes on this machine's CPU.
 
     python bench/learning_curve.py DIR [--base MODEL] [--labels 0,25,50,100,200] [--minutes 10] [--quick] [--json]
+    python bench/learning_curve.py --quick          # a smoke run on the bundled samples
 
 DIR holds recordings with known outcomes (any format Rollscope reads: an environment's reward, a checker's verdict)
 that the base model was not trained on: the desktop recorder's tasks, or MiniWoB++ task types held out from
@@ -37,7 +38,9 @@ MIN_EVAL_SHARE = 0.3  # at least this share of DIR's runs is kept for evaluation
 
 def main() -> int:
     p = _common.parser(__doc__.splitlines()[0])
-    p.add_argument("data", help="folder of recordings with known outcomes, unseen by the base model")
+    p.add_argument("data", nargs="?", default=None,
+                   help="folder of recordings with known outcomes, unseen by the base model (--quick: default the "
+                        "bundled samples)")
     p.add_argument("--base", default="", help="model to fine-tune (default: the shipped weights)")
     p.add_argument("--labels", default="0,25,50,100,200", help="label counts of the curve")
     p.add_argument("--minutes", type=float, default=10.0, help="fine-tune time budget per point")
@@ -46,6 +49,10 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=1, help="torch threads while fine-tuning")
     p.add_argument("--cache", default="", help="perception cache (default: data/bench/learning_curve/.perception)")
     args = p.parse_args()
+    if args.data is None:
+        if not args.quick:
+            p.error("DATA is required (a folder of recordings the base model was not trained on)")
+        args.data = str(_common.REPO / "resources" / "samples")
     fig = _common.Figures(args.json)
     errors: list[str] = []
     runs = known_outcomes(args.data, errors)
