@@ -144,8 +144,8 @@ def test_fine_tuning_is_seeded(labelled, samples, tiny_weights, cache, tmp_path)
 
 
 def test_a_worse_model_does_not_replace_the_active_one(labelled, samples, tiny_weights, cache, tmp_path, capsys):
-    """A base that knows these runs (fine-tuned on all of them), then a reckless fine-tune of it (a learning rate a
-    thousand times too high): the new model is worse on the held-out labels, so `--activate` refuses, exit 1."""
+    """A base that knows these runs (fine-tuned on all of them), then a reckless fine-tune of it (a learning rate
+    over a hundred times the default): the new model is worse on the held-out labels, so `--activate` refuses, exit 1."""
     path, _ = labelled
     store = open_store(path)
     runs = labelled_runs(store, samples).runs
@@ -156,7 +156,7 @@ def test_a_worse_model_does_not_replace_the_active_one(labelled, samples, tiny_w
     before = active_model()
     rc, report, err = cli_json(["train", "--from-labels", "--store", str(path), "--root", str(samples), "--base",
                                 str(strong), "--out", str(tmp_path / "reckless"), "--cache", str(cache), "--epochs",
-                                "4", "--lr", "0.3", "--activate", "--json"], capsys)
+                                "4", "--lr", "0.05", "--activate", "--json"], capsys)
     assert rc == 1
     assert report["worse"] and not report["activated"]
     assert report["new"]["accuracy"] < report["base"]["accuracy"]
