@@ -62,6 +62,7 @@ REPORT_ROWS = (("accuracy", "accuracy", "{:.1%}"), ("recall", "recall (success)"
                                                                                 "{:.3f}"),
                ("unknown_share", "flagged unknown", "{:.1%}"), ("n", "held-out runs", "{}"),
                ("n_localised", "failures with a labelled step", "{}"))
+MIN_HELDOUT = 2  # held-out runs per verdict, when there are enough (one is always left to train on)
 _AUGMENT_BUFFER = 256  # perceptions kept in memory for augmentation (each a few hundred KB at most)
 
 
@@ -77,7 +78,7 @@ class FinetuneArgs:
         out: the run folder (also a weights folder once exported).
         base: the model to start from: a weights folder or a training run ("" = the shipped weights).
         cache: the perception cache folder ("" = ``OUT/.perception``).
-        minutes: training time budget; the epoch in progress stops when it is spent.
+        minutes: training time budget (0: none); training stops after the step that spends it.
         epochs: at most this many passes over the training slice.
         batch_size: examples per step.
         lr: AdamW learning rate (a tenth of training from scratch's: the base is already a judge).
@@ -118,15 +119,15 @@ ProgressFn = Callable[[str, int, int], None]
 
 
 def heldout_split(runs: Sequence[LabelledRun], fraction: float, seed: int) -> tuple[list[int], list[int]]:
-    """Indices (training, held out): per verdict, a seeded ``fraction`` of the runs (at least one when the fraction
-    is above 0, and never all of them), so both slices hold both verdicts. The draw depends on the runs' keys, not
-    on the order they come in."""
+    """Indices (training, held out): per verdict, a seeded ``fraction`` of the runs (when the fraction is above 0, at
+    least :data:`MIN_HELDOUT` of each verdict, and never all of them), so both slices hold both verdicts and a
+    report of a few labels is not one run's coin toss. The draw depends on the runs' keys, not on their order."""
     rng = random.Random(seed)
     train, held = [], []
     for verdict in (True, False):
         idx = sorted((i for i, r in enumerate(runs) if r.success == verdict), key=lambda i: runs[i].ref)
         rng.shuffle(idx)
-        n = 0 if fraction <= 0 else min(len(idx) - 1, max(1, round(fraction * len(idx))))
+        n = 0 if fraction <= 0 else min(len(idx) - 1, max(MIN_HELDOUT, round(fraction * len(idx))))
         held += idx[:max(0, n)]
         train += idx[max(0, n):]
     return sorted(train), sorted(held)

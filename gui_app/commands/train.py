@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--catalog", default=None, help="the library's catalog (default: ROOT/.rollscope/catalog.sqlite)")
     g.add_argument("--base", default=None, help="model to start from: weights folder or run (default: the active "
                                                 "model, else the shipped weights)")
-    g.add_argument("--minutes", type=float, default=10.0, help="training time budget in minutes (default 10)")
+    g.add_argument("--minutes", type=float, default=10.0, help="training time budget in minutes (default 10; 0: none)")
     g.add_argument("--holdout", type=float, default=0.25,
                    help="share of the labels per verdict held out for the before-and-after report (default 0.25)")
     g.add_argument("--activate", action="store_true",
