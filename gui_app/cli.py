@@ -22,9 +22,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "convert": ("gui_app.commands.convert", "write trajectories as OSWorld result folders or ATIF (Harbor) trials"),
     "collect": ("gui_app.commands.collect", "record real trajectories (MiniWoB++ in Chromium, desktop apps under Xvfb)"),
     "dataset": ("gui_app.commands.dataset", "build train/val/test splits and a manifest from recorded trajectories"),
-    "train": ("gui_app.commands.train", "train the video reward model on a recorded dataset"),
+    "train": ("gui_app.commands.train", "train the video reward model on a recorded dataset, or fine-tune it on "
+                                        "the library's labels (--from-labels)"),
     "export-onnx": ("gui_app.commands.export_onnx", "export a trained run to ONNX (checked against torch)"),
     "score": ("gui_app.commands.score", "score trajectories with the video reward model"),
+    "model": ("gui_app.commands.model", "the active reward model: show it, use a fine-tuned one, reset"),
     "eval": ("gui_app.commands.eval", "evaluate the reward model on a dataset (the full metrics table)"),
     "labels": ("gui_app.commands.labels", "import, list, audit, override and adjudicate human labels"),
     "queue": ("gui_app.commands.queue", "labelling queues: order items, assign k annotators each, progress"),

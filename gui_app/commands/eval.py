@@ -15,7 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "set, a table per folder, by source format and task")
     p.add_argument("--split", action="append", default=None,
                    help="split to report (repeatable; default: test and heldout_task)")
-    p.add_argument("--model", default=None, help="weights folder or training run (default: shipped weights)")
+    p.add_argument("--model", default=None,
+                   help="weights folder or training run (default: the active model, see `rollscope model`)")
     p.add_argument("--limit", type=int, default=None, help="at most N examples per split (seeded sample)")
     p.add_argument("--cache", default=None,
                    help="read perceptions from this training cache instead of perceiving again (fast; timings "
@@ -48,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
         pbar.total = total
         pbar.update(done - pbar.n)
 
+    from gui_app.commands.model import active_or
+
+    args.model = active_or(args.model)
     try:
         if args.library:
             report = evaluate_library(args.data, args.model, progress=progress)

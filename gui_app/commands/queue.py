@@ -1,4 +1,9 @@
-"""``rollscope queue build|status|next``: labelling queues over the catalog, k annotators per item."""
+"""``rollscope queue build|status|next``: labelling queues over the catalog, k annotators per item.
+
+``rollscope queue build NAME --annotators A --order teach`` builds the "teach the model" queue: unlabelled runs the
+model is least sure of or finds unlike its training data first, near-identical runs kept apart (score the library
+first: ``rollscope score DIR --catalog ...``; unscored runs come last).
+"""
 
 from __future__ import annotations
 
@@ -41,12 +46,17 @@ def run(args: argparse.Namespace) -> int:
             from gui_app.core.catalog import Catalog
 
             path = Path(args.catalog) if args.catalog else Path(args.root) / ".rollscope" / "catalog.sqlite"
-            rows = Catalog(path).query(args.text, limit=None)
+            catalog = Catalog(path)
+            try:
+                rows = catalog.query(args.text, limit=None)
+                order = [o.strip() for o in args.order.split(",") if o.strip()]
+                ood = catalog.ood_scores() if "teach" in order else None
+            finally:
+                catalog.close()
             annotators = [a.strip() for a in args.annotators.split(",") if a.strip()]
-            order = [o.strip() for o in args.order.split(",") if o.strip()]
             try:
                 q = LabelQueue.build(store, args.name, [r for r in rows if r.error is None], annotators, args.k,
-                                     order, args.limit)
+                                     order, args.limit, ood=ood)
             except ValueError as exc:
                 from gui_app.core.annotation import AnnotationError
 

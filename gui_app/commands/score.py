@@ -21,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per trajectory on stdout")
     p.add_argument("--no-prune", dest="prune", action="store_false", help="feed every token (slower baseline)")
     p.add_argument("--backend", choices=("onnx", "torch"), default="onnx", help="inference backend")
-    p.add_argument("--model", default=None, help="weights or run folder (default: the shipped weights)")
+    p.add_argument("--model", default=None, help="weights or run folder (default: the active model, see "
+                                                 "`rollscope model`)")
     p.add_argument("--catalog", default=None, help="catalog database to record the scores in")
     p.add_argument("--batch-size", type=int, default=8, help="trajectories per forward pass")
     add_tasks_root(p)
@@ -52,13 +53,19 @@ def run(args: argparse.Namespace) -> int:
     from gui_app.core.scoring import score_many
     from models.runtime import RewardModel
 
-    model = RewardModel.load(args.model, backend=args.backend)
+    from gui_app.commands.model import active_or
+
+    model = RewardModel.load(active_or(args.model), backend=args.backend)
     catalog = None
     if args.catalog:
         from gui_app.core.catalog import Catalog
 
         catalog = Catalog(args.catalog)
     paths = expand(args.paths)
+    if catalog is not None:  # the catalog keys units by absolute path (scan): scores must land on those rows
+        import os
+
+        paths = [os.path.abspath(p) for p in paths]
     pbar = bar(len(paths), desc="scoring", json_mode=args.json)
     try:
         outcomes = score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size,

@@ -824,6 +824,13 @@ class Catalog:
                 conn.execute("ROLLBACK")
             raise CatalogError(f"{self.db_path}: cannot write a score: {exc}") from exc
 
+    def ood_scores(self) -> dict[str, float]:
+        """The out-of-distribution measure of each key's latest score (keys never scored, or scored before the
+        catalog kept it, are absent): what the "teach the model" queue weighs beside the model's uncertainty."""
+        with self._reading("read scores"):
+            return {k: float(o) for k, o in self._conn().execute(
+                "SELECT t.key, s.ood FROM trajectories t JOIN scores s ON s.id = t.score_id WHERE s.ood IS NOT NULL")}
+
     def latest_score(self, key: str) -> Score | None:
         """The latest score of ``key``, whole (per-step scores, pruning masks, threshold and verdict), or None when
         it was never scored. A score stored without masks (or before schema version 3) has ``masks == []``; one

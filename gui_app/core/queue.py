@@ -7,10 +7,19 @@ model's own ``threshold``), and items where the model's verdict (``model_success
 disagrees with the environment's outcome. The threshold is always the score's own: a fixed 0.5 misjudged every run
 the shipped model (threshold 0.573) scored in between. Each item goes to ``k`` distinct annotators, balancing load,
 so no annotator sees an item twice and several annotators per item never duplicate.
+
+The ``teach`` ordering ("teach the model", :func:`teach_order`) is for the labels that teach the judge most when it
+is fine-tuned on them (``rollscope train --from-labels``): unlabelled runs only, the ones the model is least sure
+of (``p_success`` near its threshold) or that are unlike what it was trained on (the score's ``ood``) first, with
+near-identical runs (same task or instruction, similar score) kept apart so that twenty copies of one run are not
+queued in a row. It orders the whole list at once (each pick depends on the ones before it), so it stands alone.
+The scores come in with the rows (the catalog stores each run's latest ``p_success``, ``threshold`` and ``ood``):
+the core runs no model.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +33,19 @@ ORDERINGS: dict[str, str] = {
     "uncertain": "reward model least sure first (|p_success - threshold| ascending; unscored last)",
     "disagreement": "reward model disagreeing with the environment's outcome first",
     "id": "by trajectory id",
+    "teach": "teach the model: unlabelled runs the model is least sure of or finds unlike its training data first, "
+             "near-identical runs kept apart (on its own)",
 }
 DEFAULT_ORDER = ("failures", "disagreement", "uncertain")
+TEACH = "teach"
+#: ``ood`` at which a run counts as fully novel (1.0 is the 99th percentile of the model's validation runs).
+TEACH_OOD_CAP = 2.0
+#: Picks a candidate is compared with, the latest weighing most (each older one half as much).
+TEACH_WINDOW = 3
+#: Candidates (best value first) considered at each pick: keeps ordering 10,000 runs linear.
+TEACH_POOL = 64
+#: Scores closer than this count as "the same score" for near-identical runs.
+TEACH_SCORE_NEAR = 0.1
 
 
 def _item_id(row: Any) -> Any:
@@ -74,7 +94,85 @@ def order_rows(rows: Sequence[Any], order: Sequence[str] = DEFAULT_ORDER) -> lis
     for name in order:
         if name not in ORDERINGS:
             raise ValueError(f"unknown ordering {name!r} (known: {', '.join(ORDERINGS)})")
+    if TEACH in order:
+        if len(order) > 1:
+            raise ValueError("the 'teach' ordering stands alone (it orders the whole list at once)")
+        return teach_order(rows)
     return sorted(rows, key=lambda r: (*(_key(r, n) for n in order), str(field_of(r, "id"))))
+
+
+def teach_value(row: Any, ood: Mapping[str, float] | None = None) -> float | None:
+    """What labelling ``row`` is worth to a fine-tune: the model's uncertainty (1 at its threshold, 0 at certainty,
+    measured on the threshold's side) plus the run's novelty (``ood`` / :data:`TEACH_OOD_CAP`, at most 1). None when
+    the row has no score or a score of unknown threshold: nothing says what it would teach.
+
+    ``ood`` comes from the row's own ``ood`` field, else from ``ood[row.key]`` (:meth:`Catalog.ood_scores`).
+    """
+    p, thr = field_of(row, "p_success"), field_of(row, "threshold")
+    if p is None or thr is None:
+        return None
+    p, thr = float(p), float(thr)
+    side = (1.0 - thr) if p >= thr else thr
+    margin = abs(p - thr) / side if side > 0 else 1.0
+    o = field_of(row, "ood")
+    if o is None and ood is not None:
+        o = ood.get(str(field_of(row, "key")))
+    novelty = 0.0 if o is None else min(max(float(o), 0.0), TEACH_OOD_CAP) / TEACH_OOD_CAP
+    return (1.0 - min(margin, 1.0)) + novelty
+
+
+def _task(row: Any) -> str:
+    return str(field_of(row, "task") or "")
+
+
+def teach_similarity(a: Any, b: Any) -> float:
+    """How near-identical two runs are for teaching, 0..1: same task 0.5, same instruction 0.25, and, when they
+    share either, a score within :data:`TEACH_SCORE_NEAR` up to 0.25 more (the same run recorded twice scores 1)."""
+    same_task = bool(_task(a)) and _task(a) == _task(b)
+    ia, ib = str(field_of(a, "instruction") or ""), str(field_of(b, "instruction") or "")
+    same_instr = bool(ia) and ia == ib
+    sim = 0.5 * same_task + 0.25 * same_instr
+    pa, pb = field_of(a, "p_success"), field_of(b, "p_success")
+    if (same_task or same_instr) and pa is not None and pb is not None:
+        sim += 0.25 * (1.0 - min(1.0, abs(float(pa) - float(pb)) / TEACH_SCORE_NEAR))
+    return sim
+
+
+def teach_order(rows: Sequence[Any], ood: Mapping[str, float] | None = None,
+                exclude: set[str] | frozenset[str] = frozenset(), diversity: float = 1.0) -> list[Any]:
+    """``rows`` ordered for the "teach the model" queue (see the module docstring).
+
+    Greedy: each pick is the candidate with the highest :func:`teach_value` minus ``diversity`` times its
+    similarity to the last picks (:func:`teach_similarity`, the latest weighing 1, each older half as much, over
+    :data:`TEACH_WINDOW` picks), among the :data:`TEACH_POOL` most valuable left. Rows without a usable score come
+    last, by id. Rows whose item id (library key) is in ``exclude`` (already labelled) are left out.
+    """
+    valued: list[tuple[float, str, Any]] = []
+    unscored: list[Any] = []
+    for r in rows:
+        if str(_item_id(r)) in exclude:
+            continue
+        v = teach_value(r, ood)
+        if v is None:
+            unscored.append(r)
+        else:
+            valued.append((v, str(field_of(r, "id")), r))
+    valued.sort(key=lambda t: (-t[0], t[1]))
+    out: list[Any] = []
+    recent: deque[Any] = deque(maxlen=TEACH_WINDOW)
+    while valued:
+        best_i, best = 0, float("-inf")
+        for i, (v, _, r) in enumerate(valued[:TEACH_POOL]):
+            if v <= best:  # sorted by value and a penalty only lowers it: none further on can do better
+                break
+            pen = max((teach_similarity(r, q) * 0.5 ** age for age, q in enumerate(reversed(recent))), default=0.0)
+            s = v - diversity * pen
+            if s > best + 1e-12:
+                best_i, best = i, s
+        _, _, pick = valued.pop(best_i)
+        out.append(pick)
+        recent.append(pick)
+    return out + sorted(unscored, key=lambda r: str(field_of(r, "id")))
 
 
 def assign(trajectory_ids: Sequence[str], annotators: Sequence[str], k: int = 1) -> list[tuple[int, str, str]]:
@@ -119,11 +217,23 @@ class LabelQueue:
 
     @classmethod
     def build(cls, store: AnnotationStore, name: str, rows: Sequence[Any], annotators: Sequence[str], k: int = 1,
-              order: Sequence[str] = DEFAULT_ORDER, limit: int | None = None) -> LabelQueue:
-        """Order ``rows``, assign them to ``annotators`` (k each) and save the queue (replacing one of that name)."""
+              order: Sequence[str] = DEFAULT_ORDER, limit: int | None = None,
+              ood: Mapping[str, float] | None = None) -> LabelQueue:
+        """Order ``rows``, assign them to ``annotators`` (k each) and save the queue (replacing one of that name).
+
+        The ``teach`` ordering leaves out runs that already have a final verdict (they teach already) and weighs
+        each run's ``ood`` (``ood``: by catalog key, :meth:`~gui_app.core.catalog.Catalog.ood_scores`).
+        """
         if not name:
             raise AnnotationError("", "queue", "a queue needs a name")
-        ordered = order_rows([r for r in rows if _item_id(r) is not None], order)[:limit]
+        candidates = [r for r in rows if _item_id(r) is not None]
+        if TEACH in order:
+            if len(order) > 1:
+                raise ValueError("the 'teach' ordering stands alone (it orders the whole list at once)")
+            labelled = {t for t, f in store.final_labels().items() if f.get("verdict") in ("success", "failure")}
+            ordered = teach_order(candidates, ood, exclude=labelled)[:limit]
+        else:
+            ordered = order_rows(candidates, order)[:limit]
         keys = {str(_item_id(r)): field_of(r, "key") for r in ordered}
         triples = assign([str(_item_id(r)) for r in ordered], annotators, k)
         store.save_queue(name, [(p, t, keys[t], a) for p, t, a in triples], k,

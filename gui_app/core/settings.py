@@ -48,6 +48,9 @@ class Settings:
         label_dock: whether the label panel is shown.
         prefetch_next: load the next library item in the background while the current one is viewed.
         reopen_last: reopen ``last_folder`` when the app starts without a path.
+        model: the active reward model: the weights folder ``rollscope score``, ``eval`` and the app use when none
+            is named (None: the shipped weights). ``rollscope train --from-labels --activate`` sets it when the
+            fine-tuned model is not worse than its base; ``rollscope model use|reset`` by hand.
     """
 
     last_folder: str | None = None
@@ -58,6 +61,7 @@ class Settings:
     label_dock: bool = True
     prefetch_next: bool = True
     reopen_last: bool = False
+    model: str | None = None
 
     def with_recent(self, folder: str) -> Settings:
         """A copy with ``folder`` first in the recent list and as the last folder."""
@@ -255,6 +259,20 @@ class SettingsStore:
             return False
         self._stored = {k: v for k, v in doc.items() if k != "schema_version"}
         return True
+
+
+def active_model(directory: str | Path | None = None) -> str | None:
+    """The active reward model's weights folder (the ``model`` setting, ``ROLLSCOPE_MODEL`` overriding it), or None
+    for the shipped weights."""
+    return SettingsStore(directory).load().model or None
+
+
+def set_active_model(path: str | Path | None, directory: str | Path | None = None) -> list[str]:
+    """Make ``path`` (None: the shipped weights) the active reward model; returns the warnings (empty when saved)."""
+    store = SettingsStore(directory)
+    current = store.load()
+    store.save(replace(current, model=None if path is None else str(Path(path).resolve())))
+    return list(store.warnings)
 
 
 def field_names() -> list[str]:

@@ -79,6 +79,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Label what the library shows as a queue, reward model disagreeing with the outcome first", "Labels"),
     ActionSpec("queue_uncertain", "Queue: model least &sure", ("Ctrl+3",), "queue_uncertain",
                "Label what the library shows as a queue, reward model least sure (p near 0.5) first", "Labels"),
+    ActionSpec("queue_teach", "Queue: &teach the model", ("Ctrl+4",), "queue_teach",
+               "Label what the library shows as a queue, the unlabelled runs that would teach the reward model most "
+               "first (least sure or unlike its training data; near-identical runs kept apart)", "Labels"),
     ActionSpec("queue_off", "&Leave the queue", ("Ctrl+0",), "queue_off",
                "Stop working through the queue: Enter (save & next) follows the library order again", "Labels"),
     ActionSpec("queue_next", "&Next queue item", ("]",), "queue_next",

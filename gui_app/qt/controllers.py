@@ -114,7 +114,9 @@ class _ModelHolder:
             except ImportError as exc:
                 raise RollscopeError(f"the reward model is not available in this build ({exc})") from exc
             try:
-                self.model = RewardModel.load()
+                from gui_app.core.settings import active_model
+
+                self.model = RewardModel.load(active_model())  # the active model (`rollscope model`)
             except (OSError, ValueError) as exc:  # RollscopeError (no weights, bad file) passes through as is
                 raise RollscopeError(f"cannot load the reward model: {exc}") from exc
         return self.model

@@ -400,6 +400,9 @@ class MainWindow(QMainWindow):
     def queue_uncertain(self) -> None:
         self.queue.build("uncertain")
 
+    def queue_teach(self) -> None:
+        self.queue.build("teach")
+
     def queue_off(self) -> None:
         self.queue.select(None)
         self.notifier.info("Left the queue: Enter (save & next) follows the library order")

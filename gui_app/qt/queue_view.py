@@ -37,6 +37,7 @@ ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "failures": ("failures first", ("failures", "disagreement", "uncertain")),
     "disagreement": ("model disagrees with outcome", ("disagreement", "failures", "uncertain")),
     "uncertain": ("model least sure", ("uncertain", "failures", "disagreement")),
+    "teach": ("teach the model", ("teach",)),
 }
 _DONE_BRUSH = QBrush(QColor(30, 130, 60))
 
@@ -54,8 +55,9 @@ def build_queue_task(catalog: Catalog, store: AnnotationStore, name: str, annota
     rep.progress(0, None, "reading the library")
     rows = catalog.query(text, {**filters, "has_error": False})
     rep.check()
+    ood = catalog.ood_scores() if "teach" in order else None
     rep.progress(0, None, f"ordering {len(rows):,} trajectories")
-    LabelQueue.build(store, name, rows, [annotator], 1, order)
+    LabelQueue.build(store, name, rows, [annotator], 1, order, ood=ood)
     return name
 
 

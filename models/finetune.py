@@ -1,0 +1,482 @@
+"""Fine-tune the judge on a team's own labels, on its CPU, with a before-and-after report.
+
+``finetune(args, runs)`` takes labelled runs (:func:`gui_app.core.teaching.labelled_runs`: the final verdict of each
+run, and the root-cause step of a failure, which becomes the first deviating step) in any format Rollscope reads,
+and:
+
+1. opens the base model (a weights folder, by default the shipped weights, or a training run) and perceives every
+   run with the base's own perception, once: perceptions are cached in ``RUN/.perception`` (or ``args.cache``), so
+   a rerun, or a fine-tune on more labels, only perceives the new runs;
+2. keeps a seeded held-out slice of the labels (``args.holdout``, stratified by verdict) out of training: the report
+   is measured on it;
+3. fine-tunes the base network: a small learning rate, a few epochs, a pull back towards the base weights (L2-SP:
+   a few labels must adjust the judge, not erase what it knew), reading noise on half the examples as in training,
+   and a time budget (``args.minutes``). Memory stays bounded: records hold features only, augmentation reads
+   perceptions back from the cache through a bounded buffer;
+4. refits on the training slice what depends on the network's outputs: the calibration of p_success (Platt scaling,
+   with Platt's own target smoothing so that a slice the network separates perfectly does not yield infinite
+   confidence), the decision threshold, and the out-of-distribution reference (its unit, the 99th percentile
+   distance, measured out of fold, so that runs like the training ones are not all flagged unknown);
+5. writes ``RUN/checkpoint.pt`` and exports RUN as a weights folder (``model.onnx``, ``pointer.onnx``, ``model.pt``,
+   ``model.json``): ``rollscope score --model RUN``, ``eval --model RUN`` and the app use it like the shipped model;
+6. scores the held-out slice with the base model and with the new one, through the runtime's own path, and stores
+   the report (accuracy, recall, first-step accuracy, calibration; both models side by side) in
+   ``RUN/report.json``. :func:`is_worse` says whether the new model should not replace the active one.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import pickle
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from scipy.special import expit
+
+from gui_app.core.errors import RollscopeError
+from gui_app.core.teaching import LabelledRun
+from models.data import Record, cache_key, record_for
+from models.evaluate import calibration, classification, localisation
+from models.features import first_error_frame, load_keyframes
+from models.network import RewardNet, losses
+from models.runtime import MAX_FRAMES, WEIGHTS_DIR, ModelLoadError, Prepared, RewardModel
+from models.train import (choose_threshold, fit_platt, noisy_percept, ood_reference, ood_vectors, predict,
+                          seed_everything, to_tensors)
+from models.versions import mahalanobis, versions
+
+REPORT_NAME = "report.json"
+#: The metrics of the before-and-after table, in print order: (key, label, format).
+REPORT_ROWS = (("accuracy", "accuracy", "{:.1%}"), ("recall", "recall (success)", "{:.1%}"),
+               ("precision", "precision (success)", "{:.1%}"), ("first_error_exact", "first step exact", "{:.1%}"),
+               ("first_error_within_one", "first step within one", "{:.1%}"), ("ece", "calibration error (ECE)",
+                                                                                "{:.3f}"),
+               ("unknown_share", "flagged unknown", "{:.1%}"), ("n", "held-out runs", "{}"),
+               ("n_localised", "failures with a labelled step", "{}"))
+MIN_HELDOUT = 2  # held-out runs per verdict, when there are enough (one is always left to train on)
+_AUGMENT_BUFFER = 256  # perceptions kept in memory for augmentation (each a few hundred KB at most)
+
+
+class FinetuneError(RollscopeError):
+    """A fine-tune cannot run: too few labels, a base model that does not load, no run that could be perceived."""
+
+
+@dataclass
+class FinetuneArgs:
+    """Options of ``rollscope train --from-labels`` (defaults: a fine-tune that takes minutes on 2 cores).
+
+    Attributes:
+        out: the run folder (also a weights folder once exported).
+        base: the model to start from: a weights folder or a training run ("" = the shipped weights).
+        cache: the perception cache folder ("" = ``OUT/.perception``).
+        minutes: training time budget (0: none); training stops after the step that spends it.
+        epochs: at most this many passes over the training slice.
+        batch_size: examples per step.
+        lr: AdamW learning rate (a tenth of training from scratch's: the base is already a judge).
+        weight_decay: AdamW weight decay.
+        anchor: weight of the L2 pull towards the base weights.
+        holdout: share of the labels, per verdict, kept out of training for the report (0: no report).
+        augment: share of training examples re-featurised with reading noise each epoch.
+        seed: seeds the split, the order, the augmentation and dropout.
+        threads: torch CPU threads.
+    """
+
+    out: str
+    base: str = ""
+    cache: str = ""
+    minutes: float = 10.0
+    epochs: int = 12
+    batch_size: int = 16
+    lr: float = 3e-4
+    weight_decay: float = 0.01
+    anchor: float = 0.01
+    holdout: float = 0.25
+    augment: float = 0.5
+    seed: int = 0
+    threads: int = 1
+
+
+@dataclass
+class Perceived:
+    """A labelled run made ready: its record (features and labels) and what scoring it needs."""
+
+    run: LabelledRun
+    record: Record
+    n_steps: int
+    instruction: str
+
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+def heldout_split(runs: Sequence[LabelledRun], fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Indices (training, held out): per verdict, a seeded ``fraction`` of the runs (when the fraction is above 0, at
+    least :data:`MIN_HELDOUT` of each verdict, and never all of them), so both slices hold both verdicts and a
+    report of a few labels is not one run's coin toss. The draw depends on the runs' keys, not on their order."""
+    rng = random.Random(seed)
+    train, held = [], []
+    for verdict in (True, False):
+        idx = sorted((i for i, r in enumerate(runs) if r.success == verdict), key=lambda i: runs[i].ref)
+        rng.shuffle(idx)
+        n = 0 if fraction <= 0 else min(len(idx) - 1, max(MIN_HELDOUT, round(fraction * len(idx))))
+        held += idx[:max(0, n)]
+        train += idx[max(0, n):]
+    return sorted(train), sorted(held)
+
+
+def resolve_base(base: str | Path | None) -> Path:
+    """The base model's folder: ``base``, else the shipped weights."""
+    return Path(base) if base else WEIGHTS_DIR
+
+
+def load_base(base: str | Path | None, threads: int = 1) -> tuple[RewardModel, RewardModel]:
+    """(the base as scoring runs it: onnxruntime when it has an ONNX graph, else torch; the base on the torch
+    backend, whose network is fine-tuned).
+
+    Raises:
+        ModelLoadError: the base does not load (missing files, other feature versions).
+    """
+    path = resolve_base(base)
+    trainable = RewardModel.load(path, backend="torch", threads=threads)
+    try:
+        scoring = RewardModel.load(path, backend="onnx", threads=threads)
+    except ModelLoadError:  # a training run holds a torch checkpoint only: it scores on torch
+        scoring = trainable
+    return scoring, trainable
+
+
+def _percept_file(cache_dir: Path, key: str, run_key: str) -> Path:
+    """Cache file of one run's perception: named by the unit's resolved path, selector, size and modification time
+    (a run written again is perceived again)."""
+    from gui_app.core.formats import split_selector
+
+    path, sel = split_selector(run_key)
+    try:
+        st = path.stat()
+        sig = f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        sig = "missing"
+    name = hashlib.sha256(f"{path.resolve()}#{sel}:{sig}".encode()).hexdigest()[:24]
+    return cache_dir / key / f"{name}.pkl"
+
+
+def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: str | Path,
+                  progress: ProgressFn | None = None) -> tuple[list[Perceived], list[tuple[str, str]], float]:
+    """Perceive every run with ``model``'s perception (cached); returns (perceived runs, (key, error) for each run
+    that could not be, seconds spent perceiving what was not cached)."""
+    from gui_app.core import formats
+
+    cache = Path(cache_dir)
+    key = cache_key(model.perceiver.cfg, model.perceiver.pointer.path)
+    out: list[Perceived] = []
+    errors: list[tuple[str, str]] = []
+    seconds = 0.0
+    for i, run in enumerate(runs):
+        file = _percept_file(cache, key, run.key)
+        try:
+            if file.is_file():
+                with open(file, "rb") as fh:
+                    payload = pickle.load(fh)
+            else:
+                t0 = time.perf_counter()
+                traj = formats.load(run.key)
+                kf = load_keyframes(traj, MAX_FRAMES)
+                percept = model.perceiver.perceive(kf.frames, kf.reference)
+                payload = {"percept": percept, "steps": kf.steps, "n_steps": traj.n_steps,
+                           "instruction": traj.instruction or ""}
+                file.parent.mkdir(parents=True, exist_ok=True)
+                tmp = file.with_suffix(f".tmp{os.getpid()}")
+                with open(tmp, "wb") as fh:
+                    pickle.dump(payload, fh, protocol=5)
+                os.replace(tmp, file)
+                seconds += time.perf_counter() - t0
+            if not payload["instruction"].strip():
+                raise FinetuneError(f"{run.key}: no instruction: there is nothing to judge the run against")
+            step = run.root_cause_step
+            if step is not None and not 0 <= step < payload["n_steps"]:
+                errors.append((run.ref, f"root-cause step {step} is outside the run's {payload['n_steps']} steps: "
+                                        "learnt from its verdict only"))
+                step = None
+            row = {"path": run.key, "ref": run.ref, "source_path": str(file), "instruction": payload["instruction"],
+                   "success": run.success, "first_error_step": step, "n_steps": 0}
+            out.append(Perceived(run, record_for(row, payload), payload["n_steps"], payload["instruction"]))
+        except (RollscopeError, OSError, ValueError, pickle.UnpicklingError, EOFError, KeyError) as exc:
+            errors.append((run.ref, str(exc)))
+        if progress is not None:
+            progress("perceive", i + 1, len(runs))
+    return out, errors, seconds
+
+
+def score_examples(model: RewardModel, items: Sequence[Perceived]) -> list[dict[str, Any]]:
+    """Score perceived runs with ``model`` through the runtime (calibration, threshold, OOD): one row each with
+    ``p``, ``success`` (the label), ``predicted``, ``pred_step``, ``true_step``, ``ood`` and ``unknown``."""
+    rows = []
+    for i in range(0, len(items), 16):
+        chunk = items[i:i + 16]
+        scores = model.score_prepared([Prepared(it.record.example, it.n_steps, it.instruction) for it in chunk])
+        for it, res in zip(chunk, scores):
+            steps = res.keyframe_steps
+            pred_step = int(steps[int(np.argmax([res.step_scores[s] for s in steps]))]) if steps else 0
+            fe = it.record.row.get("first_error_step")
+            true_step = None
+            if not it.run.success and fe is not None and steps:  # credit per keyframe, as `rollscope eval`
+                true_step = steps[first_error_frame(steps, int(fe))]
+            rows.append({"ref": it.run.ref, "p": float(res.p_success or 0.0), "success": it.run.success,
+                         "predicted": bool(res.success), "pred_step": pred_step, "true_step": true_step,
+                         "ood": float(res.ood or 0.0), "unknown": bool(res.unknown)})
+    return rows
+
+
+def summarise(rows: Sequence[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    """The report's metrics over scored rows (:func:`score_examples`)."""
+    p = np.array([r["p"] for r in rows], dtype=float)
+    y = np.array([r["success"] for r in rows], dtype=float)
+    m: dict[str, Any] = classification(p, y, threshold)
+    m["ece"] = calibration(p, y)["ece"]
+    loc = [(r["pred_step"], r["true_step"]) for r in rows if r["true_step"] is not None]
+    m.update(localisation([a for a, _ in loc], [b for _, b in loc]))
+    m["unknown_share"] = float(np.mean([r["unknown"] for r in rows])) if rows else float("nan")
+    m["threshold"] = threshold
+    return m
+
+
+def is_worse(report: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the new model must not replace the active one, and why: it is worse when its accuracy on the held-out
+    labels is lower than the base's; with equal accuracy, when it places fewer first deviating steps exactly. A
+    fine-tune without held-out labels cannot show it is not worse, so it counts as worse."""
+    base, new = report.get("base"), report.get("new")
+    if not base or not new or not base.get("n"):
+        return True, "no held-out labels to compare the two models on"
+    ba, na = base["accuracy"], new["accuracy"]
+    if na < ba - 1e-9:
+        return True, f"held-out accuracy {na:.1%} is below the base model's {ba:.1%}"
+    if abs(na - ba) <= 1e-9:
+        bf, nf = base.get("first_error_exact"), new.get("first_error_exact")
+        if bf is not None and nf is not None and not math.isnan(bf) and not math.isnan(nf) and nf < bf - 1e-9:
+            return True, f"same held-out accuracy, but first steps placed exactly {nf:.1%} < {bf:.1%}"
+    return False, f"held-out accuracy {na:.1%} (base {ba:.1%})"
+
+
+def _anchor_loss(net: RewardNet, ref: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Squared distance of the floating weights from the base's (L2-SP)."""
+    return sum(((p - ref[n]) ** 2).sum() for n, p in net.named_parameters())  # type: ignore[return-value]
+
+
+def _platt_targets(y: np.ndarray) -> np.ndarray:
+    """Platt's smoothed targets: (N+ + 1) / (N+ + 2) for successes, 1 / (N- + 2) for failures."""
+    pos, neg = float(y.sum()), float(len(y) - y.sum())
+    return np.where(y > 0, (pos + 1) / (pos + 2), 1 / (neg + 2))
+
+
+def _ood_reference(vecs: np.ndarray, folds: int = 5, seed: int = 0) -> dict[str, Any]:
+    """The OOD reference of the training slice; its unit (the 99th percentile distance) measured out of fold: each
+    run's distance from a reference fitted without it, as a new run like it would be."""
+    ref = ood_reference(vecs, vecs)
+    n = len(vecs)
+    if n < 4:
+        return ref
+    order = np.random.default_rng(seed).permutation(n)
+    dists = []
+    for f in range(min(folds, n)):
+        test = order[f::min(folds, n)]
+        fit = np.setdiff1d(order, test)
+        r = ood_reference(vecs[fit], vecs[fit])
+        dists.append(mahalanobis(vecs[test], np.array(r["mean"]), np.array(r["std"]), np.array(r["precision"])))
+    ref["scale"] = max(float(np.percentile(np.concatenate(dists), 99)), 1e-6)
+    return ref
+
+
+def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Callable[[str], None],
+           progress: ProgressFn | None) -> list[dict[str, Any]]:
+    """The fine-tuning loop (see the module docstring); returns the per-epoch history."""
+    rng = random.Random(args.seed)
+    anchor = {n: p.detach().clone() for n, p in net.named_parameters()}
+    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    steps = max(1, args.epochs * math.ceil(len(items) / args.batch_size))
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    buffer: dict[str, dict[str, Any]] = {}
+    history: list[dict[str, Any]] = []
+    t0 = time.monotonic()
+    budget = args.minutes * 60.0
+    for epoch in range(args.epochs):
+        net.train()
+        order = list(range(len(items)))
+        rng.shuffle(order)
+        total = n = 0.0
+        stopped = False
+        for bi in range(0, len(order), args.batch_size):
+            chunk = [items[i] for i in order[bi:bi + args.batch_size]]
+            exs = [_augmented(it, rng, buffer) if args.augment and rng.random() < args.augment else it.record.example
+                   for it in chunk]
+            y = torch.tensor([it.record.success for it in chunk])
+            ff = torch.tensor([it.record.first_frame for it in chunk], dtype=torch.int64)
+            loss, _, _ = losses(net(**to_tensors(_batch(exs))), y, ff)
+            loss = loss + args.anchor * _anchor_loss(net, anchor)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            total += loss.detach().item() * len(chunk)
+            n += len(chunk)
+            if progress is not None:
+                progress(f"epoch {epoch + 1}/{args.epochs}", bi + len(chunk), len(order))
+            if budget and time.monotonic() - t0 > budget:
+                stopped = True
+                break
+        history.append({"epoch": epoch + 1, "loss": total / max(1.0, n), "seconds": time.monotonic() - t0})
+        log(f"epoch {epoch + 1}: loss {total / max(1.0, n):.4f} ({time.monotonic() - t0:.0f}s)")
+        if stopped:
+            log(f"time budget of {args.minutes:g} min reached")
+            break
+    net.eval()
+    return history
+
+
+def _batch(exs: list[Any]) -> dict[str, np.ndarray]:
+    from models.features import make_batch
+
+    return make_batch(exs)
+
+
+def _augmented(it: Perceived, rng: random.Random, buffer: dict[str, dict[str, Any]]) -> Any:
+    """The run's example re-featurised from its perception with reading noise (perception read from the cache
+    through a bounded buffer)."""
+    src = it.record.row["source_path"]
+    if src not in buffer:
+        if len(buffer) >= _AUGMENT_BUFFER:
+            buffer.pop(next(iter(buffer)))
+        with open(src, "rb") as fh:
+            buffer[src] = pickle.load(fh)
+    payload = dict(buffer[src])
+    payload["percept"] = noisy_percept(payload["percept"], rng)
+    return record_for(it.record.row, payload).example
+
+
+def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str], None] = print,
+             progress: ProgressFn | None = None, skipped: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """Fine-tune, export and report (see the module docstring); returns the report (also in ``OUT/report.json``).
+
+    Args:
+        runs: the labelled runs (:func:`gui_app.core.teaching.labelled_runs`).
+        skipped: labels the caller already left out, (key, reason): carried into the report.
+
+    Raises:
+        FinetuneError: fewer than two usable labels of either verdict, or the base model does not load.
+    """
+    t_start = time.monotonic()
+    seed_everything(args.seed)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    base_path = resolve_base(args.base)
+    try:
+        base_scoring, base_torch = load_base(base_path, args.threads)
+    except ModelLoadError as exc:
+        raise FinetuneError(f"base model: {exc}") from exc
+    perceived, errors, t_perceive = perceive_runs(runs, base_torch, args.cache or out / ".perception", progress)
+    skipped_all = list(skipped) + [e for e in errors if not any(e[0] == p.run.ref for p in perceived)]
+    notes = [e for e in errors if any(e[0] == p.run.ref for p in perceived)]
+    n_ok = sum(p.run.success for p in perceived)
+    n_fail = len(perceived) - n_ok
+    need = 2 if args.holdout > 0 else 1
+    if n_ok < need or n_fail < need:
+        raise FinetuneError(f"a fine-tune needs at least {need} labelled successes and {need} failures that can be "
+                            f"read; found {n_ok} and {n_fail} ({len(skipped_all)} labels left out)")
+    train_idx, held_idx = heldout_split([p.run for p in perceived], args.holdout, args.seed)
+    train_items = [perceived[i] for i in train_idx]
+    held_items = [perceived[i] for i in held_idx]
+    log(f"{len(train_items)} labelled runs to train on, {len(held_items)} held out for the report")
+
+    net = copy.deepcopy(base_torch.backend.net)  # the torch backend's network: the base weights, in float32
+    t_train = time.monotonic()
+    history = _train(net, train_items, args, log, progress)
+    train_seconds = time.monotonic() - t_train
+
+    recs = [it.record for it in train_items]
+    logits, _, embs = predict(net, recs)
+    y = np.array([r.success for r in recs], dtype=float)
+    a, b = fit_platt(logits, _platt_targets(y))
+    p_train = expit(a * logits + b)
+    thr = choose_threshold(p_train, y.astype(bool))
+    ood = _ood_reference(ood_vectors(embs, recs), seed=args.seed)
+    out.mkdir(parents=True, exist_ok=True)
+    info = {"base": str(base_path), "base_name": base_scoring.name, "seed": args.seed, "n_train": len(train_items),
+            "n_heldout": len(held_items), "train_seconds": train_seconds, "epochs_run": len(history),
+            "args": asdict(args)}
+    ck = {"state_dict": net.state_dict(), "net": base_torch.meta["net"], "perception": base_torch.meta["perception"],
+          "versions": versions(), "calibration": {"a": a, "b": b}, "threshold": thr, "ood": ood,
+          "pointer": str(Path(base_torch.perceiver.pointer.path).resolve()), "finetune": info}
+    torch.save(ck, out / "checkpoint.pt")
+    from models.export_onnx import ExportError, export_run
+
+    try:
+        exported = export_run(out, out)
+    except ExportError as exc:  # weights driven far off (a learning rate too high) no longer export faithfully
+        raise FinetuneError(f"{out}: the fine-tuned network could not be exported: {exc}") from exc
+
+    report: dict[str, Any] = {
+        "out": str(out), "base_model": str(base_path), "seed": args.seed, "labels": len(runs),
+        "n_train": len(train_items), "n_heldout": len(held_items),
+        "train": [p.run.ref for p in train_items], "heldout": [p.run.ref for p in held_items],
+        "skipped": [{"ref": k, "reason": r} for k, r in skipped_all], "notes": [f"{k}: {r}" for k, r in notes],
+        "history": history, "calibration": {"a": a, "b": b}, "threshold": thr,
+        "perceive_seconds": t_perceive, "train_seconds": train_seconds, "onnx_max_abs_diff":
+            exported["onnx_max_abs_diff"], "train_accuracy": float(((p_train >= thr) == y.astype(bool)).mean()),
+    }
+    if held_items:
+        new = RewardModel.load(out, threads=args.threads)
+        before = score_examples(base_scoring, held_items)
+        after = score_examples(new, held_items)
+        report["base"] = summarise(before, base_scoring.threshold)
+        report["new"] = summarise(after, new.threshold)
+        report["runs"] = [{"ref": b_["ref"], "label": "success" if b_["success"] else "failure",
+                           "p_base": b_["p"], "p_new": a_["p"], "base_right": b_["predicted"] == b_["success"],
+                           "new_right": a_["predicted"] == a_["success"]} for b_, a_ in zip(before, after)]
+    worse, why = is_worse(report)
+    report["worse"], report["verdict"] = worse, why
+    report["seconds"] = time.monotonic() - t_start
+    write_report(out / REPORT_NAME, report)
+    return report
+
+
+def write_report(path: str | Path, report: dict[str, Any]) -> None:
+    """Store a report as JSON (numpy numbers as plain ones)."""
+    Path(path).write_text(json.dumps(report, indent=1, default=_json_default))
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    return str(o)
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The before-and-after table as text (the terminal, the README)."""
+    lines = [f"fine-tuned on {report['n_train']} labelled runs in {report['train_seconds']:.0f}s "
+             f"(base {report['base_model']}) -> {report['out']}"]
+    if isinstance(report.get("base"), dict) and isinstance(report.get("new"), dict):
+        lines += [f"held out: {report['n_heldout']} labelled runs", "",
+                  f"{'metric':32s} {'base':>8s} {'fine-tuned':>11s}"]
+        for key, label, fmt in REPORT_ROWS:
+            vals = []
+            for side in ("base", "new"):
+                v = report[side].get(key)
+                vals.append("n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v))
+            lines.append(f"{label:32s} {vals[0]:>8s} {vals[1]:>11s}")
+    else:
+        lines.append("no held-out labels: no before-and-after report")
+    lines.append("")
+    lines.append(("worse than the base: " if report["worse"] else "not worse than the base: ") + report["verdict"])
+    if report["skipped"]:
+        lines.append(f"{len(report['skipped'])} labels left out; first: {report['skipped'][0]['ref']}: "
+                     f"{report['skipped'][0]['reason']}")
+    return "\n".join(lines)

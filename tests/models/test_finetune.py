@@ -1,0 +1,209 @@
+"""The loop: fine-tune the judge on labels from the real annotation store, over real recorded samples in several
+formats (native MiniWoB runs, derived negatives, OSWorld result folders, desktop runs, a plain video), labelled from
+their known outcomes. The base is a tiny exported network (tests/models/conftest.py), so each fine-tune takes
+seconds; the perception cache is shared between the tests."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from gui_app.cli import main
+from gui_app.core.annotation import Annotation
+from gui_app.core.settings import active_model
+from gui_app.core.store import open_store
+from gui_app.core.teaching import known_outcomes, label_store, labelled_runs
+from models.finetune import REPORT_ROWS, FinetuneArgs, FinetuneError, finetune, heldout_split, is_worse
+
+
+@pytest.fixture(scope="session")
+def labelled(samples, tmp_path_factory):
+    """A real SQLite annotation store holding every sample's known outcome as a label, plus labels that cannot be
+    learnt from (unsure, annotators who disagree, a run that is not there)."""
+    path = tmp_path_factory.mktemp("labels") / "labels.sqlite"
+    runs = known_outcomes(samples)
+    store = open_store(path)
+    label_store(store, runs, "alice")
+    store.save(Annotation(trajectory_id="miniwob/no-such-run", annotator="alice", verdict="failure"))
+    store.save(Annotation(trajectory_id="plain_video/use-autocomplete", annotator="bob", verdict="unsure"))
+    store.close()
+    return path, runs
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("perception")
+
+
+def cli_json(argv, capsys):
+    rc = main(argv)
+    out = capsys.readouterr()
+    return rc, (json.loads(out.out.strip().splitlines()[-1]) if out.out.strip() else None), out.err
+
+
+def test_final_labels_become_labelled_runs_and_nothing_is_dropped_in_silence(labelled, samples, tmp_path):
+    from gui_app.core.catalog import Catalog
+
+    path, runs = labelled
+    store = open_store(path)
+    try:
+        found = labelled_runs(store, samples)
+        # a catalog indexing the same library maps each key to its row (and knows the runs' tasks)
+        with Catalog(tmp_path / "catalog.sqlite", library_root=samples) as cat:
+            cat.scan(samples)
+            via_catalog = labelled_runs(store, samples, cat)
+    finally:
+        store.close()
+    skipped = dict(found.skipped)
+    assert "no such trajectory" in skipped["miniwob/no-such-run"]
+    # alice says success, bob unsure: no majority verdict
+    assert "disagree" in skipped["plain_video/use-autocomplete"]
+    assert len(found.runs) == len(runs) - 1
+    by_ref = {r.ref: r for r in found.runs}
+    assert by_ref["miniwob/login-user-swapped-fields"].root_cause_step == 1
+    assert by_ref["miniwob/login-user-success"].success and by_ref["miniwob/login-user-success"].root_cause_step is None
+    assert by_ref["osworld/miniwob-login-user"].success  # an OSWorld result folder, by its library key
+    assert {r.ref: r.key for r in via_catalog.runs} == {r.ref: r.key for r in found.runs}
+    assert {r.task for r in via_catalog.runs} >= {"login-user", "email-inbox"}
+
+
+def test_heldout_split_is_seeded_stratified_and_order_free(labelled):
+    _, runs = labelled
+    train, held = heldout_split(runs, 0.25, seed=3)
+    assert not set(train) & set(held) and len(train) + len(held) == len(runs)
+    assert {runs[i].success for i in held} == {True, False}  # both verdicts in the report
+    assert {runs[i].success for i in train} == {True, False}
+    again = heldout_split(list(reversed(runs)), 0.25, seed=3)[1]
+    assert sorted(runs[::-1][i].ref for i in again) == sorted(runs[i].ref for i in held)
+    assert heldout_split(runs, 0.25, seed=4)[1] != held
+
+
+def test_fine_tune_from_the_store_end_to_end(labelled, samples, tiny_weights, cache, tmp_path, capsys):
+    """``rollscope train --from-labels`` on the samples: a report with both columns on held-out labels, a run folder
+    that `score` and `eval` use like the shipped weights, and `--activate` making it the default model."""
+    path, runs = labelled
+    run = tmp_path / "run"
+    rc, report, err = cli_json(["train", "--from-labels", "--store", str(path), "--root", str(samples), "--base",
+                                str(tiny_weights), "--out", str(run), "--cache", str(cache), "--minutes", "3",
+                                "--activate", "--json"], capsys)
+    assert rc == 0, err
+    assert report["n_heldout"] >= 4 and report["n_train"] + report["n_heldout"] == len(runs) - 1
+    assert not set(report["train"]) & set(report["heldout"])
+    for side in ("base", "new"):
+        for key, _, _ in REPORT_ROWS:
+            assert key in report[side], (side, key)
+        assert report[side]["n"] == report["n_heldout"]
+    assert {r["ref"] for r in report["runs"]} == set(report["heldout"])
+    assert {s["ref"] for s in report["skipped"]} == {"miniwob/no-such-run", "plain_video/use-autocomplete"}
+    stored = json.loads((run / "report.json").read_text())
+    assert stored["base"] == report["base"] and stored["new"] == report["new"] and stored["activated"]
+    assert not report["worse"] and report["activated"]
+    assert active_model() == str(run.resolve())
+
+    # the network moved from the base, the calibration and threshold were refitted
+    ck = torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=False)
+    base_state = torch.load(tiny_weights / "model.pt", map_location="cpu", weights_only=False)["state_dict"]
+    moved = [k for k, v in ck["state_dict"].items() if v.is_floating_point()
+             and not torch.allclose(v, base_state[k].float(), atol=1e-3)]
+    assert moved
+    assert ck["finetune"]["n_train"] == report["n_train"]
+
+    # `score` without --model now uses the active (fine-tuned) model
+    one = str(samples / "miniwob" / "enter-text-typo")
+    rc, scored, err = cli_json(["score", one, "--json"], capsys)
+    assert rc == 0, err
+    _, named, _ = cli_json(["score", one, "--json", "--model", str(run)], capsys)
+    _, base, _ = cli_json(["score", one, "--json", "--model", str(tiny_weights)], capsys)
+    assert scored["p_success"] == named["p_success"] != base["p_success"]
+    assert scored["threshold"] == report["threshold"] and "ood" in scored
+    rc, info, _ = cli_json(["model", "--json"], capsys)
+    assert info["model"] == str(run.resolve()) and not info["shipped"] and info["n_train"] == report["n_train"]
+    rc, lib, err = cli_json(["eval", "--library", str(samples / "miniwob"), "--json"], capsys)
+    assert rc == 0, err
+    assert lib["model"] == "run:onnx" and lib["splits"][str(samples / "miniwob")]["all"]["n"] == 12
+    assert main(["model", "reset"]) == 0 and active_model() is None
+    capsys.readouterr()
+
+
+def test_fine_tuning_is_seeded(labelled, samples, tiny_weights, cache, tmp_path):
+    path, _ = labelled
+    store = open_store(path)
+    runs = labelled_runs(store, samples).runs
+    store.close()
+    reports, states = [], []
+    for name in ("a", "b"):
+        args = FinetuneArgs(out=str(tmp_path / name), base=str(tiny_weights), cache=str(cache), epochs=4, seed=7)
+        reports.append(finetune(args, runs, log=lambda m: None))
+        states.append(torch.load(tmp_path / name / "checkpoint.pt", weights_only=False)["state_dict"])
+    assert reports[0]["heldout"] == reports[1]["heldout"]
+    assert reports[0]["new"] == reports[1]["new"] and reports[0]["threshold"] == reports[1]["threshold"]
+    assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])
+    assert reports[0]["perceive_seconds"] == 0.0 or reports[1]["perceive_seconds"] == 0.0  # the cache served
+
+
+def test_a_worse_model_does_not_replace_the_active_one(labelled, samples, tiny_weights, cache, tmp_path, capsys):
+    """A base that knows these runs (fine-tuned on all of them), then a reckless fine-tune of it (a learning rate
+    over a hundred times the default): the new model is worse on the held-out labels, so `--activate` refuses, exit 1."""
+    path, _ = labelled
+    store = open_store(path)
+    runs = labelled_runs(store, samples).runs
+    store.close()
+    strong = tmp_path / "strong"
+    finetune(FinetuneArgs(out=str(strong), base=str(tiny_weights), cache=str(cache), holdout=0, epochs=40, lr=3e-3,
+                          anchor=0.0, augment=0.0), runs, log=lambda m: None)
+    before = active_model()
+    rc, report, err = cli_json(["train", "--from-labels", "--store", str(path), "--root", str(samples), "--base",
+                                str(strong), "--out", str(tmp_path / "reckless"), "--cache", str(cache), "--epochs",
+                                "4", "--lr", "0.05", "--activate", "--json"], capsys)
+    assert rc == 1
+    assert report["worse"] and not report["activated"]
+    assert report["new"]["accuracy"] < report["base"]["accuracy"]
+    assert "not activated" in err and "below the base model" in err
+    assert active_model() == before
+    assert (tmp_path / "reckless" / "model.onnx").is_file()  # written, usable by name, just not made the default
+
+
+def test_too_few_labels_and_no_held_out_slice(labelled, samples, tiny_weights, cache, tmp_path):
+    _, runs = labelled
+    successes = [r for r in runs if r.success][:3]
+    with pytest.raises(FinetuneError, match="at least 2 labelled successes and 2 failures"):
+        finetune(FinetuneArgs(out=str(tmp_path / "x"), base=str(tiny_weights), cache=str(cache)), successes,
+                 log=lambda m: None)
+    assert is_worse({"base": None, "new": None}) == (True, "no held-out labels to compare the two models on")
+    with pytest.raises(FinetuneError, match="base model"):
+        finetune(FinetuneArgs(out=str(tmp_path / "y"), base=str(tmp_path / "nowhere")), runs, log=lambda m: None)
+
+
+def test_the_readme_loop_scan_score_teach_queue_label_train(samples, tiny_weights, cache, tmp_path, capsys,
+                                                            monkeypatch):
+    """The README's commands in order on a copy of the MiniWoB samples: scores recorded in the catalog reach the
+    teach queue (keyed as the scan keyed the runs), the queue's items get labelled, and the labels train."""
+    import shutil
+
+    from gui_app.core.queue import LabelQueue
+
+    lib = tmp_path / "runs"
+    shutil.copytree(samples / "miniwob", lib)
+    monkeypatch.chdir(tmp_path)  # relative paths, as typed: `score runs/ --catalog` keys scores as `scan runs/` did
+    assert main(["scan", "runs", "--json"]) == 0
+    catalog = str(lib / ".rollscope" / "catalog.sqlite")
+    assert main(["score", "runs", "--model", str(tiny_weights), "--catalog", "runs/.rollscope/catalog.sqlite",
+                 "--json"]) == 0
+    capsys.readouterr()
+    from gui_app.core.catalog import Catalog
+
+    with Catalog(catalog) as cat:
+        assert set(cat.ood_scores()) == {r.key for r in cat.query()}  # every scanned row has its score's ood
+    assert main(["queue", "build", "teach", "--order", "teach", "--annotators", "alice", "--root", str(lib)]) == 0
+    store = open_store(root=lib)
+    items = LabelQueue(store, "teach").items("alice")
+    assert len(items) == 12
+    truth = {r.ref: r for r in known_outcomes(lib)}
+    label_store(store, [truth[it.trajectory_id] for it in items], "alice")  # alice labels the queue in order
+    store.close()
+    rc, report, err = cli_json(["train", "--from-labels", "--root", str(lib), "--base", str(tiny_weights), "--out",
+                                str(tmp_path / "judge"), "--cache", str(cache), "--epochs", "3", "--json"], capsys)
+    assert rc == 0, err
+    assert report["n_train"] + report["n_heldout"] == 12 and not report["skipped"]
