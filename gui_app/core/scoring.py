@@ -90,7 +90,7 @@ def _load(item: ScoreInput) -> Trajectory:
 
 def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: Catalog | None = None,
                progress: ProgressFn | None = None, cancel: CancelFn | None = None, prune: bool = True,
-               batch_size: int = 8) -> list[ScoreOutcome]:
+               batch_size: int = 8, on_outcome: Callable[[ScoreOutcome], None] | None = None) -> list[ScoreOutcome]:
     """Score trajectories in batches; one that cannot be read becomes an error outcome and the rest go on.
 
     Args:
@@ -102,6 +102,8 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
         cancel: polled between trajectories; when it returns True, scoring stops and what is done is returned.
         prune: False scores with every token (the unpruned baseline).
         batch_size: trajectories per forward pass.
+        on_outcome: called with each outcome as soon as it is final (a score once its batch ran, an error at
+            once), so ``rollscope score`` prints a line per trajectory while the rest are scored.
 
     Returns:
         One :class:`ScoreOutcome` per input handled, in input order.
@@ -121,6 +123,8 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
             oc.result = score
             if catalog is not None:
                 catalog.set_score(oc.key, score)
+            if on_outcome is not None:
+                on_outcome(oc)
         pending.clear()
 
     for i, item in enumerate(inputs):
@@ -134,6 +138,8 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
             pending.append((oc, model.prepare(traj, prune=prune)))
         except (RollscopeError, OSError, ValueError) as exc:
             oc.error = str(exc)
+            if on_outcome is not None:
+                on_outcome(oc)
         if len(pending) >= batch_size:
             flush()
         if progress is not None:
