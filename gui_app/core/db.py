@@ -9,7 +9,8 @@ never edited: databases on users' disks were built by it). The applied version i
 The store's PostgreSQL twin lives in ``gui_app/core/migrations/store_postgresql/``: one file per SQLite file, with the
 same number and name (a test holds them in step), written in PostgreSQL's dialect. There the version is the highest
 one ``schema_migrations`` logs, and :func:`migrate_postgresql` applies each file in its own transaction (DDL is
-transactional there) under an advisory lock, so two machines opening a new database at once apply nothing twice.
+transactional there) while holding an advisory lock, so two machines opening a new database at once apply nothing
+twice.
 
 :func:`migrate` applies the missing files in order, each in its own ``BEGIN IMMEDIATE`` transaction together with
 its version bump, so a database is always at a whole version and two processes opening one file at once never apply
@@ -180,9 +181,11 @@ def migrate_postgresql(conn: Any, migrations: tuple[Migration, ...] | list[Migra
     """Bring the PostgreSQL database of ``conn`` (a psycopg connection in autocommit mode) to the last of
     ``migrations``.
 
-    Each file runs in its own transaction with its ``schema_migrations`` row, after taking a transaction-scoped
-    advisory lock and reading the version again: a second machine that opens the database at the same moment waits,
-    then finds the work done.
+    The missing files run while this connection holds a session advisory lock, each in its own transaction with its
+    ``schema_migrations`` row. The version is read again once the lock is held, in a transaction of its own: a second
+    machine opening the database at the same moment waits, then finds the work done. (Reading it inside the
+    migration's transaction, after a transaction-scoped lock, can see a catalog from before the other machine's
+    commit: tried, and two machines then both created the tables.)
 
     Returns:
         The schema version reached.
@@ -192,20 +195,26 @@ def migrate_postgresql(conn: Any, migrations: tuple[Migration, ...] | list[Migra
     """
     import psycopg
 
-    version = check_postgresql_version(conn, migrations)
-    for m in migrations:
-        if m.version <= version:
-            continue
-        try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_MIGRATION_LOCK,))
-                if postgresql_schema_version(conn) >= m.version:
-                    continue
-                conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, "
-                             "applied_at DOUBLE PRECISION)")
-                for statement in statements(m.sql):
-                    conn.execute(statement)
-                conn.execute("INSERT INTO schema_migrations VALUES (%s, %s, %s)", (m.version, m.name, time.time()))
-        except psycopg.Error as exc:
-            raise MigrationError(f"migration to schema version {m.version} failed: {exc}", m.version) from exc
+    latest = migrations[-1].version if migrations else 0
+    if check_postgresql_version(conn, migrations) >= latest:
+        return latest
+    conn.execute("SELECT pg_advisory_lock(%s)", (_PG_MIGRATION_LOCK,))
+    try:
+        version = check_postgresql_version(conn, migrations)
+        for m in migrations:
+            if m.version <= version:
+                continue
+            try:
+                with conn.transaction():
+                    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                                 "name TEXT, applied_at DOUBLE PRECISION)")
+                    for statement in statements(m.sql):
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_migrations VALUES (%s, %s, %s)",
+                                 (m.version, m.name, time.time()))
+            except psycopg.Error as exc:
+                raise MigrationError(f"migration to schema version {m.version} failed: {exc}", m.version) from exc
+    finally:
+        if not conn.broken and not conn.closed:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_MIGRATION_LOCK,))
     return check_postgresql_version(conn, migrations)

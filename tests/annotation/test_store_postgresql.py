@@ -89,3 +89,41 @@ def test_labelling_goes_on_across_a_server_restart():
         assert "database system is shut down" in log and log.count("database system is ready") >= 2
     finally:
         srv.stop()
+
+
+def test_the_runner_rolls_back_a_failed_migration(pg_url):
+    from gui_app.core import db
+
+    steps = (db.Migration(1, "one", "CREATE TABLE a (x INTEGER);\n-- a comment\nINSERT INTO a VALUES (1);"),
+             db.Migration(2, "broken", "CREATE TABLE b (y INTEGER);\nCREATE TABLE b (y INTEGER);"))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        with pytest.raises(db.MigrationError, match="migration to schema version 2 failed") as err:
+            db.migrate_postgresql(conn, steps)
+        assert err.value.version == 2 and db.postgresql_schema_version(conn) == 1
+        assert conn.execute("SELECT to_regclass('b')").fetchone()[0] is None  # its first statement went too
+        assert db.migrate_postgresql(conn, steps[:1]) == 1
+
+
+def _open(url: str, barrier, out) -> None:
+    barrier.wait(timeout=60)
+    s = open_store(url)
+    out.put(s.schema_version)
+    s.close()
+
+
+def test_machines_opening_a_new_database_at_once_apply_each_migration_once(pg_url):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_open, args=(pg_url, barrier, out)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    versions = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert versions == [len(migrations("postgresql"))] * 4
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall() == [
+            (m.version,) for m in migrations("postgresql")]

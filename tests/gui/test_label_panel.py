@@ -197,12 +197,11 @@ def test_text_change_is_undoable_and_pending_text_is_never_clobbered(qtbot, setu
     assert store.get("t1", "alice").verdict == "failure"
 
 
-@pytest.fixture
-def queued(qtbot, tmp_path):
-    """A panel writing through the app's write queue (a worker), as in the main window."""
+def queued_panel(qtbot, store):
+    """A panel on ``t1`` writing into ``store`` through the app's write queue (a worker), as in the main window;
+    returns it and the runner to shut down."""
     from gui_app.qt.workers import JobQueue, Runner
 
-    store = open_store(tmp_path / "labels.sqlite")
     session = Session()
     session.set_trajectory(traj("t1"))
     runner = Runner()
@@ -210,6 +209,13 @@ def queued(qtbot, tmp_path):
     qtbot.addWidget(panel)
     panel.show()
     panel.setFocus()
+    return panel, runner
+
+
+@pytest.fixture
+def queued(qtbot, tmp_path):
+    store = open_store(tmp_path / "labels.sqlite")
+    panel, runner = queued_panel(qtbot, store)
     yield store, panel
     runner.shutdown()
     store.close()
@@ -285,17 +291,11 @@ def test_a_server_store_that_goes_down_makes_the_panel_read_only_and_it_comes_ba
     import time
 
     from gui_app.core.store_postgresql import PostgresAnnotationStore
-    from gui_app.qt.workers import JobQueue, Runner
 
     url = pg.create_database()
     store = PostgresAnnotationStore(url, connect_timeout=2, reconnect_s=0.5)
-    session = Session()
-    session.set_trajectory(traj("t1"))
-    runner = Runner()
-    panel = LabelPanel(session, store, taxonomy.get("computer_use"), "alice", writes=JobQueue(runner))
-    qtbot.addWidget(panel)
-    panel.show()
-    panel.setFocus()
+    panel, runner = queued_panel(qtbot, store)
+    session = panel.session
     key(qtbot, panel, Qt.Key.Key_F)
     qtbot.waitUntil(lambda: panel.save_state == "saved", timeout=10_000)
     pg.stop_server()
