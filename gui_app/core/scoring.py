@@ -102,8 +102,8 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
         cancel: polled between trajectories; when it returns True, scoring stops and what is done is returned.
         prune: False scores with every token (the unpruned baseline).
         batch_size: trajectories per forward pass.
-        on_outcome: called with each outcome as soon as it is final (a score once its batch ran, an error at
-            once), so ``rollscope score`` prints a line per trajectory while the rest are scored.
+        on_outcome: called with each outcome, in input order, as soon as it and those before it are final (a batch
+            at a time), so ``rollscope score`` prints its lines while the rest are scored.
 
     Returns:
         One :class:`ScoreOutcome` per input handled, in input order.
@@ -114,6 +114,16 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
     inputs: Sequence[ScoreInput] = list(items)
     out: list[ScoreOutcome] = []
     pending: list[tuple[ScoreOutcome, PreparedT]] = []
+    handed = 0  # outcomes given to on_outcome so far: always the first ones, in input order
+
+    def hand_on(start: int) -> int:
+        """Give ``on_outcome`` the outcomes from ``start`` on that are final (scored or failed), stopping at the
+        first still waiting in a batch, so the lines come in input order; returns where it stopped."""
+        while start < len(out) and (out[start].result is not None or out[start].error is not None):
+            if on_outcome is not None:
+                on_outcome(out[start])
+            start += 1
+        return start
 
     def flush() -> None:
         if not pending:
@@ -123,8 +133,6 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
             oc.result = score
             if catalog is not None:
                 catalog.set_score(oc.key, score)
-            if on_outcome is not None:
-                on_outcome(oc)
         pending.clear()
 
     for i, item in enumerate(inputs):
@@ -138,11 +146,11 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
             pending.append((oc, model.prepare(traj, prune=prune)))
         except (RollscopeError, OSError, ValueError) as exc:
             oc.error = str(exc)
-            if on_outcome is not None:
-                on_outcome(oc)
         if len(pending) >= batch_size:
             flush()
+        handed = hand_on(handed)
         if progress is not None:
             progress(i + 1, len(inputs))
     flush()
+    hand_on(handed)
     return out
