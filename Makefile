@@ -6,8 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := chromium chromium-driver xvfb xauth libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 \
 	libfontconfig1 libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 \
-	libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 fonts-liberation fonts-dejavu-core \
-	postgresql
+	libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 fonts-liberation fonts-dejavu-core
 SAMPLES := resources/samples
 
 .PHONY: demo test install system-deps bench screenshots package clean
@@ -22,8 +21,11 @@ $(STAMP): pyproject.toml
 
 install: system-deps $(STAMP)
 
+# A team's label store: the tests start a throw-away PostgreSQL server from Debian's package (tests/pg.py).
+TEAM_PACKAGES := postgresql
+
 system-deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(APT_PACKAGES) $(TEAM_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then \
 		echo "installing Debian packages: $$missing"; \
