@@ -85,6 +85,7 @@ class QueueController(QObject):
         self.job: Job | None = None
         self._names: list[str] = []
         self.open_queue = False  # the active queue is claimed item by item (a team's open queue)
+        self._claiming = False
 
     def follow(self, session: Session) -> None:
         """Work over whatever library ``session`` has open; the trajectory it shows is the current item."""
@@ -247,16 +248,19 @@ class QueueController(QObject):
     def _claim(self) -> None:
         """Take the annotator's next item of the open queue in a worker (a write to a store that may be a team's
         server, never in the GUI thread), then open it."""
-        if self.queue is None or self.job is not None:
-            return
+        if self.queue is None or self._claiming:
+            return  # Enter pressed again while a claim is on its way
         queue, annotator = self.queue, self.annotator
-        job = self.runner.submit(f"Claiming the next item of {queue.name!r}", lambda _rep: queue.claim(annotator),
-                                 on_result=lambda item: self._claimed(queue, item), start=False)
-        job.finished.connect(lambda: setattr(self, "job", None))
-        self.job = job
-        self.runner.start(job)
+        self._claiming = True
+
+        def failed(_exc: BaseException) -> None:
+            self._claiming = False  # the runner tells the notifier why
+
+        self.runner.submit(f"Claiming the next item of {queue.name!r}", lambda _rep: queue.claim(annotator),
+                           on_result=lambda item: self._claimed(queue, item), on_error=failed, show_progress=False)
 
     def _claimed(self, queue: LabelQueue, item: QueueItem | None) -> None:
+        self._claiming = False
         if queue is not self.queue:
             return  # another queue or library was picked meanwhile
         if item is None:
