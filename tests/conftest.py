@@ -15,6 +15,10 @@ def _isolated_settings(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("ROLLSCOPE_CONFIG_DIR", str(home / "config"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
+    monkeypatch.setenv("ROLLSCOPE_CACHE_DIR", str(home / "cache"))
+    # Empty rather than deleted: monkeypatch then restores it after the test even when a command's --tasks-root set
+    # it for the process meanwhile (a deleted-when-absent variable is not tracked, and leaked into later tests).
+    monkeypatch.setenv("ROLLSCOPE_OSWORLD_TASKS_ROOT", "")
 
 
 # --- a real PostgreSQL server (Debian's postgresql package) for the store's tests -----------------------------------

@@ -114,6 +114,26 @@ def test_the_command_prints_the_same_json_lines_as_local_scoring(ray_instance, s
         assert same(d, local[d["path"]]), d["path"]
 
 
+def test_workers_read_the_tasks_root_and_refuse_a_run_without_instruction(ray_instance, tmp_path, capsys):
+    """The same rule as local scoring on the workers: an OSWorld run whose instruction is not found is one error line
+    and exit 1; with ``--tasks-root`` (applied after this module's Ray instance started: the workers get it from the
+    driver, as they get its having none) it is scored."""
+    from gui_app import cli
+    from tests.formats import builders as b
+
+    run = str(b.osworld_dir(tmp_path / "results" / "gpt-4o", video=None, sidecar=None, domain="chrome")["path"])
+    capsys.readouterr()
+    assert cli.main(["score", run, "--json", "--ray", "--workers", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert "no instruction" in json.loads(out)["error"]
+    (line,) = [x for x in err.splitlines() if x.startswith("rollscope: error: ")]
+    assert line.startswith(f"rollscope: error: {run}: no instruction, so it cannot be judged; not scored.")
+    tasks = b.REAL / "osworld" / "evaluation_examples" / "examples"
+    assert cli.main(["score", run, "--json", "--tasks-root", str(tasks), "--ray", "--workers", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert 0.0 <= json.loads(out)["p_success"] <= 1.0 and "error" not in err
+
+
 def test_the_base_install_never_imports_ray():
     """Building the CLI and importing the cluster module load no Ray: only ``--ray`` does."""
     import subprocess

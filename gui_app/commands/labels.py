@@ -5,6 +5,13 @@ a whole store between SQLite and PostgreSQL.
 ``rollscope export``, or AgentDebug / Who&When names) into the annotation store. ``--store`` takes a SQLite file or a
 team's ``postgresql://USER@HOST:PORT/DB`` on every command that reads or writes labels.
 
+Labels are keyed by the library key (the trajectory's path within the library, see
+:mod:`gui_app.core.identity`). With the library's catalog (``ROOT/.rollscope/catalog.sqlite``, or ``--catalog``),
+every command takes a trajectory as its key, its path or its own id where that id is unambiguous; an ambiguous
+id is an error naming the trajectories that share it. Labels stored before keys existed (by format ids) move to
+their keys when the command opens the store (a team's server store too: keys are paths within the library, the same
+on every machine that mounts it at the same place); ``labels rekey OLD NEW`` moves those whose id was ambiguous.
+
 ``rollscope labels migrate --from SOURCE --to TARGET`` copies every record, audit entry, override, adjudication,
 queue and assignment into an empty store (either direction), in one transaction, and checks the counts at the end.
 """
@@ -13,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +50,16 @@ def open_store_at(location: str | None, root: str = ".", must_exist: bool = Fals
     if must_exist and not path.exists():
         raise StoreError(path, "no annotation store here (use --store PATH or --root LIBRARY)")
     return open_store(path)
+
+
+def open_catalog_from(args: argparse.Namespace) -> Any:
+    """The library's catalog (to resolve trajectory ids), or None when there is none."""
+    from gui_app.core.catalog import CATALOG_DIR, CATALOG_NAME, Catalog
+
+    if getattr(args, "catalog", None):
+        return Catalog(args.catalog, library_root=args.root)
+    path = Path(args.root) / CATALOG_DIR / CATALOG_NAME
+    return Catalog(path) if path.is_file() else None
 
 
 def open_store_from(args: argparse.Namespace, must_exist: bool = False) -> Any:
@@ -75,6 +93,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     adj.add_argument("--by", required=True, help="the adjudicator")
     adj.add_argument("--from", dest="source", required=True, help="the annotator whose record becomes final")
     sub.add_parser("final", help="final labels per trajectory (adjudicated, else majority)")
+    rk = sub.add_parser("rekey", help="move every label of a trajectory id to another (a library key)")
+    rk.add_argument("old", help="the id the labels are stored under")
+    rk.add_argument("new", help="the trajectory they belong to: its library key, path or unambiguous id")
     tx = sub.add_parser("taxonomy", help="list the bundled taxonomies, or check and show one (name or YAML/JSON file)")
     tx.add_argument("taxonomy", nargs="?", default=None)
     mg = sub.add_parser("migrate", help="copy a whole store into an empty one (SQLite <-> PostgreSQL), counts checked")
@@ -82,8 +103,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                     help="the store to copy: a SQLite file or postgresql://... (default: --store, else ROOT's)")
     mg.add_argument("--to", dest="target", required=True,
                     help="the empty store to copy into: a SQLite file (created) or postgresql://USER@HOST:PORT/DB")
-    for sp in sub.choices.values():
+    for name, sp in sub.choices.items():
         add_store_arguments(sp)
+        if name != "migrate":  # a copy moves the store as it is: no trajectory is named, nothing is rekeyed
+            sp.add_argument("--catalog", default=None, help="the library's catalog, to name trajectories by id "
+                                                            "(default: ROOT/.rollscope/catalog.sqlite)")
         sp.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -128,29 +152,54 @@ def _print(obj: Any, as_json: bool, text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
+    from gui_app.core.store import StoreError
 
     cmd = args.labels_command
     if cmd == "taxonomy":
         return _taxonomy(args)
     if cmd == "migrate":
         return _migrate(args)
+    from gui_app.core.identity import migrate_store, resolve
+
     store = open_store_from(args, must_exist=cmd != "import")
+    catalog = open_catalog_from(args)
+    failed = False
     try:
+        if catalog is not None:
+            for note in migrate_store(store, catalog).notes():
+                print(f"rollscope: note: {note}", file=sys.stderr)
+
+        def tid(ident: str) -> str:
+            return resolve(ident, catalog)  # AmbiguousIdError: one line naming the candidates, exit 1
+
         if cmd == "import":
             from gui_app.core.export import import_labels
 
             with bar(None, "importing labels", args.json) as b:
-                res = import_labels(args.file, store, args.annotator, progress=b.update)
+                res = import_labels(args.file, store, args.annotator, progress=b.update, catalog=catalog)
+            for line in res.notes:
+                print(f"rollscope: note: {line}", file=sys.stderr)
+            for line in res.skipped:
+                print(f"rollscope: error: {line}", file=sys.stderr)
+            failed = bool(res.skipped)
             _print(res.to_dict(), args.json, f"imported {res.records} records from {res.path} as "
-                                             f"{args.annotator!r} ({res.changes} field changes)")
+                                             f"{args.annotator!r} ({res.changes} field changes)"
+                                             + (f"; {len(res.skipped)} not imported" if res.skipped else ""))
+        elif cmd == "rekey":
+            new = tid(args.new)
+            moved, conflicts = store.rekey({args.old: new}, actor="rollscope labels rekey")
+            if conflicts:
+                raise StoreError(store.location, f"{new} already has labels of the same annotators as {args.old!r} "
+                                                 f"(or is in the same queue); nothing was moved")
+            _print({"moved": moved}, args.json, f"{args.old} -> {new}" if moved else "nothing to move")
         elif cmd == "list":
-            recs = store.annotations(args.trajectory, args.annotator)
+            recs = store.annotations(tid(args.trajectory) if args.trajectory else None, args.annotator)
             lines = [f"{a.trajectory_id}\t{a.annotator}\t{a.role}\t{a.verdict or '-'}\t"
                      f"step={'-' if a.root_cause_step is None else a.root_cause_step}\t{','.join(a.labels)}"
                      for a in recs]
             _print([a.to_dict() for a in recs], args.json, "\n".join(lines) or "(no records)")
         elif cmd == "show":
-            rv = store.review(args.trajectory_id)
+            rv = store.review(tid(args.trajectory_id))
             obj = {"trajectory_id": rv.trajectory_id,
                    "annotations": {k: v.to_dict() for k, v in rv.annotations.items()},
                    "final": rv.final.to_dict() if rv.final else None, "differing": rv.differing,
@@ -166,15 +215,15 @@ def run(args: argparse.Namespace) -> int:
                 lines.append(f"  override by {o.actor}: success={o.success} ({o.reason})")
             _print(obj, args.json, "\n".join(lines))
         elif cmd == "audit":
-            log = store.audit(args.trajectory_id, args.annotator)
+            log = store.audit(tid(args.trajectory_id) if args.trajectory_id else None, args.annotator)
             _print([e.__dict__ for e in log], args.json, "\n".join(
                 f"{e.at:.3f}\t{e.actor}\t{e.trajectory_id}/{e.annotator}/{e.role}\t{e.field}: "
                 f"{json.dumps(e.old)} -> {json.dumps(e.new)}" for e in log) or "(no changes)")
         elif cmd == "override":
-            o = store.override_score(args.trajectory_id, args.by, args.success, args.reason, score=args.score)
+            o = store.override_score(tid(args.trajectory_id), args.by, args.success, args.reason, score=args.score)
             _print(o.__dict__, args.json, f"{o.trajectory_id}: outcome set to success={o.success} by {o.actor}")
         elif cmd == "adjudicate":
-            f = store.adjudicate(args.trajectory_id, args.by, args.source)
+            f = store.adjudicate(tid(args.trajectory_id), args.by, args.source)
             _print(f.to_dict(), args.json, f"{f.trajectory_id}: final label from {args.source} by {args.by}")
         elif cmd == "final":
             fl = store.final_labels()
@@ -182,4 +231,6 @@ def run(args: argparse.Namespace) -> int:
                                             f"{','.join(v['labels'])}" for t, v in fl.items()) or "(no labels)")
     finally:
         store.close()
-    return 0
+        if catalog is not None:
+            catalog.close()
+    return 1 if failed else 0

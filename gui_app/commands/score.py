@@ -6,8 +6,9 @@ Each trajectory's line (or JSON object) is printed as soon as it is scored, with
 without ADDRESS on a Ray instance started on this machine, with one (``auto``, ``HOST:PORT``, ``ray://HOST:10001``)
 on that cluster; the lines are the same, in the order they finish, and scores go to this machine's ``--catalog``.
 
-Exit status: 0 when every trajectory was scored, 1 when at least one failed (each failure is one error line and
-the batch goes on), 2 when none could be scored.
+Exit status: 0 when every trajectory was scored, 1 when at least one could not be (each failure is one
+``rollscope: error: ...`` line on stderr, the batch goes on; with ``--json`` its ``{"path", "error"}`` object is on
+stdout too). A run without an instruction is such a failure: there is nothing to judge it against.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import argparse
 import json
 import sys
 from typing import TYPE_CHECKING
+
+from gui_app.commands.options import add_tasks_root, apply_tasks_root
 
 if TYPE_CHECKING:
     from gui_app.core.scoring import ScoreOutcome
@@ -36,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "ADDRESS, else the cluster at ADDRESS (auto, HOST:PORT, ray://HOST:10001); media must be "
                         "at the same path on every node. Put it after the paths, or write --ray=ADDRESS")
     p.add_argument("--workers", type=int, default=None, help="Ray workers (default: one per CPU of the cluster)")
+    add_tasks_root(p)
 
 
 def expand(paths: list[str]) -> list[str]:
@@ -61,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from functools import partial
     from pathlib import Path
 
+    apply_tasks_root(args)  # before any load, and before Ray starts: its workers read the same task roots
     from gui_app.commands.progress import bar
     from gui_app.core.scoring import ScoreOutcome
     from models.runtime import RewardModel
@@ -104,18 +109,20 @@ def run(args: argparse.Namespace) -> int:
         pbar.close()
         if catalog is not None:
             catalog.close()
-    if counts["failed"] and counts["failed"] == counts["all"]:
-        return 2
     return 1 if counts["failed"] else 0
 
 
 def print_outcome(oc: ScoreOutcome, as_json: bool) -> None:
-    """One trajectory's line: its JSON object, or a sentence (the same for local and Ray scoring)."""
+    """One trajectory's output, the same for local and Ray scoring: a failure is one ``rollscope: error:`` line on
+    stderr (and its ``{"path", "error"}`` object on stdout with ``--json``), a success its JSON object or a
+    sentence."""
+    if oc.result is None:
+        # Errors name their file already; prefix the item only when they do not.
+        text = oc.error if (oc.error or "").startswith(oc.key) else f"{oc.key}: {oc.error}"
+        print(f"rollscope: error: {text}", file=sys.stderr, flush=True)
     if as_json:
         print(json.dumps(oc.to_json(), ensure_ascii=False), flush=True)
-    elif oc.result is None:
-        print(f"{oc.key}: error: {oc.error}", flush=True)
-    else:
+    elif oc.result is not None:
         r = oc.result
         verdict = "success" if r.success else f"failure (first error at step {r.first_error_step})"
         p = "?" if r.p_success is None else f"{r.p_success:.3f}"

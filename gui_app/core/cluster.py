@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gui_app.core.errors import RollscopeError
+from gui_app.core.formats.osworld import TASKS_ROOT_ENV
 from gui_app.core.scoring import CancelFn, ProgressFn, Scorer, ScoreOutcome, score_many
 
 if TYPE_CHECKING:
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 
 ScorerFactory = Callable[[], Scorer[Any]]
 LOCAL = "local"  # the --ray value that starts a Ray instance on this machine
+# What the importers read from the environment, set on every worker as the driver has it (empty where the driver has
+# none): a worker on another node, or started before ``--tasks-root`` was applied, would otherwise place OSWorld
+# instructions differently from local scoring.
+FORWARDED_ENV = (TASKS_ROOT_ENV,)
 
 
 class ClusterError(RollscopeError):
@@ -135,7 +140,9 @@ class RayScoring:
                                    f"{exc}") from exc
             self._started_ray = True
         n = self.n_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(_Worker)
+        # A worker loads trajectories as the driver would (--tasks-root, or none), whatever its node's environment.
+        env = {k: os.environ.get(k, "") for k in FORWARDED_ENV}
+        self._actor_cls = ray.remote(num_cpus=1, max_restarts=0, runtime_env={"env_vars": env})(_Worker)
         self._actors = [self._new_actor() for _ in range(n)]
         self.stats.workers = n
         self.stats.pids = [self._ready(a) for a in self._actors]

@@ -538,9 +538,12 @@ class ImportResult:
     path: str
     records: int
     changes: int
+    skipped: list[str] = field(default_factory=list)  # why each record not imported was left out
+    notes: list[str] = field(default_factory=list)  # what was imported but deserves a look
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "records": self.records, "changes": self.changes}
+        return {"path": self.path, "records": self.records, "changes": self.changes, "skipped": self.skipped,
+                "notes": self.notes}
 
 
 def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -668,15 +671,22 @@ def row_to_annotation(row: dict[str, Any], annotator: str, base: Annotation | No
 
 
 def import_labels(path: str | Path, store: AnnotationStore, annotator: str,
-                  progress: Progress | None = None) -> ImportResult:
+                  progress: Progress | None = None, catalog: Any = None) -> ImportResult:
     """Read labels from CSV / JSONL / Parquet into ``store`` under ``annotator``.
 
     The whole file is parsed and checked first; nothing is written if any row is bad (the error names the file,
     the line and the field). Columns missing from the file leave the stored values as they are.
 
+    With the library's ``catalog``, each row's trajectory may be named by its library key, its path or its own
+    id (:func:`gui_app.core.identity.resolve`): labels are stored under the library key. A row whose id several
+    trajectories share is not imported (``skipped`` says which trajectories; give one's key); a row naming no
+    trajectory of the catalog is imported under the name given, with a note (its trajectory may not be scanned).
+
     Raises:
         AnnotationError: unreadable file, bad value or a trajectory listed twice.
     """
+    from gui_app.core.identity import AmbiguousIdError, resolve
+
     if not annotator:
         raise AnnotationError("", "annotator", "an import needs --annotator NAME")
     path = Path(path)
@@ -684,13 +694,25 @@ def import_labels(path: str | Path, store: AnnotationStore, annotator: str,
     existing = {a.trajectory_id: a for a in store.annotations(annotator=annotator, role="annotator")}
     seen: dict[str, int] = {}
     records = []
+    skipped: list[str] = []
+    notes: list[str] = []
     for line, row in rows:
         a = row_to_annotation(row, annotator, None, str(path), line)
-        if a.trajectory_id in seen:
-            raise AnnotationError(a.trajectory_id, "trajectory_id",
-                                  f"listed twice (also at {seen[a.trajectory_id]}); one record per trajectory",
-                                  str(path), line)
-        seen[a.trajectory_id] = line
-        records.append(row_to_annotation(row, annotator, existing.get(a.trajectory_id), str(path), line))
+        tid = a.trajectory_id
+        if catalog is not None:
+            try:
+                tid = resolve(a.trajectory_id, catalog)
+            except AmbiguousIdError as exc:
+                if exc.refs:
+                    skipped.append(f"{path}:{line}: field 'trajectory_id': {exc}")
+                    continue
+                notes.append(f"{path}:{line}: field 'trajectory_id': {exc}; imported under that name")
+        if tid in seen:
+            raise AnnotationError(tid, "trajectory_id",
+                                  f"listed twice (also at {seen[tid]}); one record per trajectory", str(path), line)
+        seen[tid] = line
+        rec = row_to_annotation(row, annotator, existing.get(tid), str(path), line)
+        rec.trajectory_id = tid
+        records.append(rec)
     changes = store.save_many(records, actor=annotator, progress=progress)
-    return ImportResult(str(path), len(records), changes)
+    return ImportResult(str(path), len(records), changes, skipped, notes)

@@ -119,6 +119,91 @@ def test_review_adjudication_override_and_final_labels(store):
         store.override_score("t", "dana", True, "  ")
 
 
+def test_rekey_moves_everything_a_trajectory_has_and_refuses_a_clash(store):
+    """``rekey`` (library keys: identity.migrate_store, ``labels rekey``) moves records of both roles with their
+    labels, comments and cascades, the audit trail, overrides, queue items (an open queue's unclaimed ones too) and
+    assignments, with the move on each record's trail; a target that already has a record of the same annotator,
+    or is already in the same queue, is refused with nothing moved."""
+    from gui_app.core.queue import LabelQueue
+
+    store.save(Annotation("old", "a", verdict="failure", labels=["x:1"], root_cause_step=1,
+                          cascading=[Cascade(2, "wrong tab")], step_comments={1: "typo"}))
+    store.save(Annotation("old", "b", verdict="success"))
+    store.adjudicate("old", "dana", "a")
+    store.override_score("old", "dana", False, "the file was not saved")
+    LabelQueue.build(store, "fixed", [{"id": "old", "key": "/lib/old"}], ["a"], k=1, order=["id"])
+    LabelQueue.build(store, "open", [{"id": "old", "key": "/lib/old"}, {"id": "u", "key": "/lib/u"}], [], k=2,
+                     order=["id"])
+    store.save_queue("waiting", [], 1, {"open": True}, items=[(0, "only-queued", None)])  # nobody claimed it yet
+    assert store.referenced_ids() == ["old", "only-queued", "u"]
+    before = {(r.annotator, r.role): r for r in store.annotations("old")}
+    n_audit = len(store.audit("old"))
+
+    assert store.rekey({"old": "lib/run/old", "only-queued": "lib/q", "same": "same"}, actor="test") == (
+        {"old": "lib/run/old", "only-queued": "lib/q"}, [])
+    assert store.annotations("old") == [] and store.audit("old") == [] and store.overrides("old") == []
+    after = {(r.annotator, r.role): r for r in store.annotations("lib/run/old")}
+    assert set(after) == set(before) == {("a", "annotator"), ("b", "annotator"), ("dana", "adjudicator")}
+    for who, rec in after.items():
+        old = before[who]
+        assert (rec.verdict, rec.labels, rec.cascading, rec.step_comments, rec.root_cause_step) == (
+            old.verdict, old.labels, old.cascading, old.step_comments, old.root_cause_step)
+        assert rec.version == old.version + 1  # the move is a change of the record
+    trail = store.audit("lib/run/old")
+    assert len(trail) == n_audit + 3
+    assert [(e.actor, e.field, e.old, e.new) for e in trail[-3:]] == [("test", "trajectory_id", "old", "lib/run/old")] * 3
+    assert [o.reason for o in store.overrides("lib/run/old")] == ["the file was not saved"]
+    assert store.final_labels()["lib/run/old"]["source"] == "adjudicated"
+    assert store.queue_assignments("fixed") == [(0, "lib/run/old", "/lib/old", "a")]
+    assert [t for _p, t, _k in store.queue_items("open")] == ["lib/run/old", "u"]
+    assert store.queue_items("waiting") == [(0, "lib/q", None)]
+    assert store.claim("open", "c")[1] == "lib/run/old"  # the moved item keeps its place and its free slots
+    assert store.referenced_ids() == ["lib/q", "lib/run/old", "u"]
+    assert store.rekey({"old": "lib/run/old"}, actor="test")[1] == []  # nothing left under the old id: a no-op
+    assert len(store.audit("lib/run/old")) == n_audit + 3
+
+    # A clash: the target already has a record of the same annotator; or is already an item of the same queue.
+    store.save(Annotation("dup", "a", verdict="unsure"))
+    store.save(Annotation("lib/run/dup", "a", verdict="failure"))
+    store.save(Annotation("u2", "z", verdict="unsure"))
+    LabelQueue.build(store, "both", [{"id": "u2", "key": None}, {"id": "u3", "key": None}], [], k=1, order=["id"])
+    assert store.rekey({"dup": "lib/run/dup", "u2": "u3"}, actor="test") == ({}, ["dup", "u2"])
+    assert store.get("dup", "a").verdict == "unsure" and store.get("lib/run/dup", "a").verdict == "failure"
+    assert store.get("u2", "z") is not None and store.get("u3", "z") is None
+    assert [t for _p, t, _k in store.queue_items("both")] == ["u2", "u3"]
+
+
+def _rekeyer(path: str, barrier, out) -> None:
+    s = open_store(path)
+    barrier.wait(timeout=60)
+    out.put(s.rekey({f"id{i}": f"lib/k{i}" for i in range(20)}, actor="machine"))
+    s.close()
+
+
+def test_machines_moving_the_same_labels_at_once_move_each_once(store_location):
+    """Two machines open the library at the same moment and both run the identity migration on one store: every
+    record moves once, none is lost or doubled, and the move is on each trail once."""
+    s = open_store(store_location)
+    for i in range(20):
+        for who in ("a", "b"):
+            s.save(Annotation(f"id{i}", who, verdict="failure", labels=[f"x:{i}"]))
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_rekeyer, args=(store_location, barrier, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    assert all(conflicts == [] for _moved, conflicts in results)
+    assert s.trajectory_ids() == sorted(f"lib/k{i}" for i in range(20))
+    assert len(s.annotations()) == 40 and all(a.labels == [f"x:{a.trajectory_id[5:]}"] for a in s.annotations())
+    moves = [e for e in s.audit() if e.field == "trajectory_id"]
+    assert len(moves) == 40 and len({(e.trajectory_id, e.annotator) for e in moves}) == 40
+    s.close()
+
+
 def test_every_change_survives_a_killed_process(tmp_path, store_location):
     path = store_location
     code = textwrap.dedent(f"""
