@@ -67,7 +67,8 @@ def test_failures_queue_labelled_from_the_keyboard_then_reviewed(qtbot, win):
     q = w.queue
     assert q.name == "ann: failures first" and q.active and w.docks["queue"].isVisible()
     rows = {r.ref: r for r in catalog.query()}  # queue items and labels are keyed by the library key
-    assert len(q.items) == len(rows) == catalog.count() == 16
+    # Every bundled sample (MiniWoB, derived, OSWorld, plain video, desktop) is in the queue.
+    assert len(q.items) == len(rows) == catalog.count() >= 16
     outcomes = [rows[it.trajectory_id].success for it in q.items]
     assert outcomes == sorted(outcomes, key=lambda s: {False: 0, None: 1, True: 2}[s]) and outcomes[0] is False
     first, second, third = q.items[:3]
@@ -85,7 +86,8 @@ def test_failures_queue_labelled_from_the_keyboard_then_reviewed(qtbot, win):
     press(qtbot, w, Qt.Key.Key_Return)
     assert ref_of(session.trajectory) == third.trajectory_id
     assert store.get(second.trajectory_id, "ann").verdict == "unsure"
-    assert q.progress() == (2, 16) and w.queue_view.progress_label.text() == "2/16 labelled by ann"
+    n = len(rows)
+    assert q.progress() == (2, n) and w.queue_view.progress_label.text() == f"2/{n} labelled by ann"
     assert w.queue_view.rows()[:3] == [f"✓ 1. {first.trajectory_id}", f"✓ 2. {second.trajectory_id}",
                                        f"· 3. {third.trajectory_id}"]
     assert LabelQueue(store, "ann: failures first").progress()["done"] == 2  # the same queue the CLI reads
@@ -161,7 +163,9 @@ def test_controller_builds_disagreement_first_and_reads_cli_queues(qtbot, sample
     assert "pair" in ctl.names() and view.picker.findData("pair") > 0
     view.picker.setCurrentIndex(view.picker.findData("pair"))
     view.picker.activated.emit(view.picker.currentIndex())
-    assert ctl.name == "pair" and len(ctl.items) == 8 and {it.annotator for it in ctl.items} == {"bob"}
+    # k=1 over two annotators: bob gets half of the items (the larger half when their number is odd).
+    assert ctl.name == "pair" and len(ctl.items) in (len(rows) // 2, (len(rows) + 1) // 2)
+    assert {it.annotator for it in ctl.items} == {"bob"}
     assert opened[-1] == ctl.items[0].key
     runner.shutdown()
     store.close()
