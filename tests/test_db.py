@@ -56,7 +56,7 @@ def test_a_store_left_by_the_old_code_opens_as_it_is(tmp_path: Path):
     conn.close()
     store = open_store(path)
     try:
-        assert store.schema_version == len(migrations()) == 2
+        assert store.schema_version == len(migrations()) == 3
         rec = store.get("t", "ann")
         assert (rec.verdict, rec.labels) == ("failure", ["computer_use:wrong_element"])
         store.set_field("t", "ann", "notes", "still writable")

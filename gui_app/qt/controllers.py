@@ -153,11 +153,11 @@ def score_library_task(holder: _ModelHolder, catalog: Catalog, text: str, filter
         memory.trim()  # what the batches decoded and padded is freed: give it back (gui_app.core.memory)
 
 
-def open_library_task(path: str | Path, rep: Reporter) -> Library:
-    """Open (create, migrate) the catalog and the annotation store of ``path``: SQLite file I/O, so off the GUI
-    thread."""
+def open_library_task(path: str | Path, rep: Reporter, store: str | None = None) -> Library:
+    """Open (create, migrate) the catalog and the annotation store of ``path`` (``store``: a team's server or
+    another file): file and network I/O, so off the GUI thread."""
     rep.progress(0, None, "opening the catalog")
-    return open_library(path)
+    return open_library(path, store)
 
 
 # -- controllers (GUI thread) ----------------------------------------------------------------------------------
@@ -182,6 +182,7 @@ class LibraryScanner(QObject):
         self.job: Job | None = None
         self._last_refresh = 0.0
         self._generation = 0
+        self.store_location: str | None = None  # the label store setting: a team server, else each library's file
 
     def open(self, path: str | Path) -> Job:
         """Open ``path`` (a folder of trajectories, or one trajectory), then scan it; returns the opening job."""
@@ -189,7 +190,8 @@ class LibraryScanner(QObject):
             self.job.cancel()
         self._generation += 1
         generation = self._generation
-        job = self.runner.submit(f"Opening {path}", lambda rep: open_library_task(path, rep),
+        store = self.store_location
+        job = self.runner.submit(f"Opening {path}", lambda rep: open_library_task(path, rep, store),
                                  on_result=lambda lib: self._opened(lib, generation), start=False)
         return self._run(job)
 

@@ -24,6 +24,11 @@ In the app the writes run through the one door to threads, in order (a :class:`~
 another process holding the store's write lock makes a write wait, never the window. The change shows at once
 (the record shown is updated as the write is queued, so the next key press sees it), "saving…" until it has
 landed, and "NOT SAVED" with the reason if it fails. Without a queue (tests of the bare panel) writes run at once.
+
+Read-only: when the label store cannot be reached (a team's PostgreSQL server that is down, restarting or cut off,
+at opening or in the middle of labelling) the panel says so, stops taking changes and shows no stale record, while
+the video, the timeline and the library go on working. Every :data:`LabelPanel.RETRY_MS` it asks the store again
+(through the write queue, never in the GUI thread); once it answers, labelling resumes by itself.
 """
 
 from __future__ import annotations
@@ -56,7 +61,8 @@ from gui_app.core import taxonomy as taxonomy_mod
 from gui_app.core.annotation import VERDICTS, Annotation, Cascade
 from gui_app.core.errors import RollscopeError
 from gui_app.core.identity import ref_of
-from gui_app.core.store import AnnotationStore
+from gui_app.core.library import Library
+from gui_app.core.store import AnnotationStore, StoreUnavailable
 from gui_app.core.taxonomy import Taxonomy
 from gui_app.core.trajectory import Trajectory
 from gui_app.qt.session import Session
@@ -158,6 +164,10 @@ class LabelPanel(QWidget):
         save_failed(str): a change did not reach the store (the reason); the panel shows it too.
         open_requested(str): undo/redo changed a trajectory no longer shown: open this catalog key to show it.
         waiting_changed(bool): keys now wait for the next item (after Enter) / no longer do.
+        store_recovered(): a library's store that could not be opened has been opened (the views re-read it).
+
+    Attributes:
+        read_only: why labels cannot be written now (the store is out of reach), or None.
     """
 
     marks_changed = Signal(object)  # dict[int, str]; Signal(dict) would need string keys
@@ -166,6 +176,9 @@ class LabelPanel(QWidget):
     save_failed = Signal(str)
     open_requested = Signal(str)
     waiting_changed = Signal(bool)
+    store_recovered = Signal()
+
+    RETRY_MS = 5000  # while read-only: how often the store is asked whether it answers again
 
     def __init__(self, session: Session, store: AnnotationStore | None = None, taxonomy: Taxonomy | None = None,
                  annotator: str | None = None, parent: QWidget | None = None, writes: JobQueue | None = None):
@@ -190,11 +203,14 @@ class LabelPanel(QWidget):
         self._waiting = False  # Enter asked for the next item, which has not opened yet
         self._typeahead: list[tuple[int, Qt.KeyboardModifier, str]] = []  # keys typed meanwhile
         self._comment_step = -1  # the step whose comment the comment field holds
+        self.read_only: str | None = None
+        self._library: Library | None = None
+        self._probing = False
         self._build()
         session.trajectory_changed.connect(self._on_trajectory)
         session.step_changed.connect(self._on_step)
         # The library's store, whenever the session opens another library (the panel never asks anyone else).
-        session.library_changed.connect(lambda lib: self.set_store(lib.store if lib is not None else None))
+        session.library_changed.connect(self._on_library)
         self._on_trajectory(session.trajectory)
 
     # --- construction -------------------------------------------------------------------------
@@ -311,6 +327,9 @@ class LabelPanel(QWidget):
         self._wait_timer.setSingleShot(True)
         self._wait_timer.setInterval(TYPEAHEAD_MS)
         self._wait_timer.timeout.connect(lambda: self.stop_waiting("the next item did not open"))
+        self._retry_timer = QTimer(self)
+        self._retry_timer.setSingleShot(True)
+        self._retry_timer.timeout.connect(self._probe)
         self._fill_tree()
         self._fill_modules()
 
@@ -354,16 +373,89 @@ class LabelPanel(QWidget):
             self.error_combo.addItem(lab.name, lab.code)
 
     # --- configuration ------------------------------------------------------------------------
-    def set_store(self, store: AnnotationStore | None) -> None:
-        """Label into ``store`` (the open library's, given by the session)."""
-        self.commit_texts()
+    def set_store(self, store: AnnotationStore | None, unavailable: str | None = None) -> None:
+        """Label into ``store`` (the open library's, given by the session); ``unavailable``: why there is none
+        (the panel is read-only and tries again)."""
+        if self.read_only is None:
+            self.commit_texts()
         self.store = store
         self.undo_stack.clear()
+        if unavailable is not None:
+            self._enter_read_only(unavailable)
+        else:
+            self._leave_read_only()
         self._reload()
 
     def set_mode_widget(self, widget: QWidget) -> None:
         """Show ``widget`` (the keyboard's labelling-mode badge) at the top right of the panel."""
         self._top.insertWidget(0, widget)
+
+    def _on_library(self, library: Library | None) -> None:
+        self._library = library
+        if library is None:
+            self.set_store(None)
+        else:
+            self.set_store(library.store, None if library.store is not None else library.store_error)
+
+    # --- read-only while the store is out of reach ----------------------------------------------
+    def _enter_read_only(self, reason: str) -> None:
+        self.read_only = reason
+        self._set_state("readonly", reason)
+        self.record = None  # what the store holds cannot be read: show nothing rather than something stale
+        self._show_record()
+        if not self._probing:
+            self._retry_timer.start(self.RETRY_MS)
+
+    def _leave_read_only(self) -> None:
+        self._retry_timer.stop()
+        if self.read_only is not None:
+            self.read_only = None
+            self._set_state("idle")
+
+    def _probe(self) -> None:
+        """Ask the store whether it answers again (reopen it when the library could not open it), off the GUI
+        thread when there is a write queue."""
+        if self.read_only is None or self._probing:
+            return
+        store, library = self.store, self._library
+        if store is None and (library is None or library.store_error is None):
+            return  # no store was ever asked for: nothing to come back
+
+        def probe() -> AnnotationStore:
+            if store is not None:
+                store.ping()
+                return store
+            assert library is not None
+            return library.reopen_store()
+
+        self._probing = True
+        if self._writes is None:
+            try:
+                got = probe()
+            except RollscopeError as exc:
+                self._probe_failed(exc)
+            else:
+                self._recovered(got)
+            return
+        self._writes.submit("Checking the label store", probe, on_result=self._recovered,
+                            on_error=self._probe_failed)
+
+    def _probe_failed(self, exc: BaseException) -> None:
+        self._probing = False
+        if self.read_only is not None:
+            self._enter_read_only(str(exc))
+
+    def _recovered(self, store: AnnotationStore) -> None:
+        self._probing = False
+        if self.read_only is None:
+            return
+        reopened = self.store is None
+        self.store = store
+        self._leave_read_only()
+        self._set_state("writable")
+        self._reload()
+        if reopened:
+            self.store_recovered.emit()
 
     def set_taxonomy(self, taxonomy: Taxonomy) -> None:
         self.taxonomy = taxonomy
@@ -395,6 +487,9 @@ class LabelPanel(QWidget):
         the change is never made out of sight."""
         store, who = self.store, self.annotator
         tid = self.trajectory_id if tid is None else tid
+        if self.read_only is not None:
+            self._set_state("readonly", self.read_only)
+            return False
         if store is None or tid is None:
             self._set_state("error", "no annotation store open" if store is None else "no trajectory open")
             return False
@@ -443,7 +538,9 @@ class LabelPanel(QWidget):
             reason = f"label of {tid}: {reason}"
         self._set_state("error", reason)
         self.save_failed.emit(reason)
-        if tid == self.trajectory_id:
+        if isinstance(exc, StoreUnavailable):
+            self._enter_read_only(str(exc))  # the change did not land and the next would not either
+        elif tid == self.trajectory_id:
             self._reload()  # show what the store holds, not the change that did not land
 
     def _set_state(self, state: str, reason: str = "") -> None:
@@ -460,12 +557,21 @@ class LabelPanel(QWidget):
         elif state == "error":
             self.state_label.setText(f"✗ NOT SAVED: {reason}")
             self.state_label.setStyleSheet("color: #c62828; font-weight: bold")
+        elif state == "readonly":
+            self.state_label.setText("READ-ONLY: the label store cannot be reached; trying again")
+            self.state_label.setStyleSheet("color: #c62828; font-weight: bold")
+        elif state == "writable":
+            self.state_label.setText(f"✓ label store back {time.strftime('%H:%M:%S')}")
+            self.state_label.setStyleSheet("color: #2e7d32")
         else:
             self.state_label.setText("")
             self.state_label.setStyleSheet("")
         self.state_label.setToolTip(reason)
 
     def _push(self, text: str, edit: _Edit, old: Any, new: Any) -> None:
+        if self.read_only is not None:
+            self._set_state("readonly", self.read_only)
+            return
         tid = self.trajectory_id
         if old == new or self.store is None or tid is None:
             if self.store is None or tid is None:
@@ -489,6 +595,9 @@ class LabelPanel(QWidget):
 
     def toggle_label(self, label_id: str) -> None:
         """Add or remove a label (``taxonomy:code``)."""
+        if self.read_only is not None:
+            self._set_state("readonly", self.read_only)
+            return
         if self.store is None or self.trajectory_id is None:
             self._set_state("error", "no annotation store open" if self.store is None else "no trajectory open")
             return
@@ -610,7 +719,10 @@ class LabelPanel(QWidget):
         self.agent_combo.clear()
         self.agent_combo.addItem("")
         self.agent_combo.addItems(agents)
-        self._set_state("idle")
+        if self.read_only is None:
+            self._set_state("idle")
+        else:
+            self._set_state("readonly", self.read_only)
         self._reload()
         if self._waiting:
             if traj is None:
@@ -685,9 +797,11 @@ class LabelPanel(QWidget):
         """Show the stored record (the store is the truth; the widgets only mirror it)."""
         tid = self.trajectory_id
         self.record = None
-        if tid is not None and self.store is not None:
+        if tid is not None and self.store is not None and self.read_only is None:
             try:
                 self.record = self.store.get(tid, self.annotator) or Annotation(tid, self.annotator)
+            except StoreUnavailable as exc:
+                self._enter_read_only(str(exc))
             except RollscopeError as exc:
                 self._set_state("error", str(exc))
         self._show_record()
@@ -695,7 +809,7 @@ class LabelPanel(QWidget):
     def _show_record(self) -> None:
         """Mirror :attr:`record` in the widgets."""
         rec = self.record
-        enabled = rec is not None
+        enabled = rec is not None and self.read_only is None
         for w in (self.tree, self.module_combo, self.error_combo, self.comment_edit, self.confidence,
                   self.agent_combo, *self.verdict_buttons.values(), *self.texts.values(), self.next_button):
             w.setEnabled(enabled)

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QLabel, QM
 from gui_app.core.catalog import ScanReport
 from gui_app.core.prefetch import SOURCE_OPTIONS
 from gui_app.core.settings import Settings, SettingsStore
+from gui_app.core.store_postgresql import redact
 from gui_app.core.video import FrameSource
 from gui_app.qt import actions as action_table
 from gui_app.qt import layout
@@ -84,6 +85,7 @@ class MainWindow(QMainWindow):
         self.exporter = ExportController(self.runner, self.session, self.notifier, self)
         self.comparison = CompareController(self.runner, self.session, self.notifier, SOURCE_OPTIONS, self)
         self.session.closer = self.comparison.session.closer = self._close_source
+        self.scanner.store_location = self.settings.label_store or None
         self._pending_select: str | None = None  # key to open once the scan of a single trajectory ends
         self._scan_ended = False
         self.docks: dict[str, QDockWidget] = {}
@@ -181,6 +183,8 @@ class MainWindow(QMainWindow):
         self.label_panel.open_requested.connect(self.open_key)
         self.label_panel.set_mode_widget(LabelModeIndicator(self.label_keys))
         self.label_panel.save_failed.connect(self.notifier.error)
+        # A team server that was out of reach answers again: every view re-reads the library's store.
+        self.label_panel.store_recovered.connect(self.session.announce_library)
         self.label_panel.saved.connect(self.library.model.refresh_labels)
         self.label_panel.saved.connect(self.queue.on_saved)
         self.label_panel.saved.connect(self.review.on_saved)
@@ -338,6 +342,23 @@ class MainWindow(QMainWindow):
                                         text=self.settings.annotator)
         if ok and name.strip():
             self.set_annotator(name.strip())
+
+    def ask_label_store(self) -> None:
+        name, ok = QInputDialog.getText(self, "Label store",
+                                        "A team's server (postgresql://USER@HOST:PORT/DB), or empty for each "
+                                        "library's own file:", text=self.settings.label_store)
+        if ok:
+            self.set_label_store(name.strip())
+
+    def set_label_store(self, location: str) -> None:
+        """Label into ``location`` from now on (saved in the settings); the open library opens again with it."""
+        self.settings = replace(self.settings, label_store=location)
+        self.settings_store.save(self.settings)
+        self.scanner.store_location = location or None
+        self.notifier.info(f"Labels now go to {redact(location) if location else 'each library’s own file'}")
+        library = self.session.library
+        if library is not None:
+            self.open_path(library.root)
 
     def set_annotator(self, name: str) -> None:
         self.settings = replace(self.settings, annotator=name)

@@ -83,6 +83,11 @@ class Session(QObject):
             self.library = library
             self.library_changed.emit(library)
 
+    def announce_library(self) -> None:
+        """Tell the views the open library again (its label store came back after it could not be reached)."""
+        if self.library is not None:
+            self.library_changed.emit(self.library)
+
     # --- trajectory -------------------------------------------------------------------------
     def set_trajectory(self, traj: Trajectory | None, source: FrameSource | None = None, *, key: str | None = None,
                        scores: Score | None = None, notes: list[str] | None = None) -> None:

@@ -25,8 +25,9 @@ def rich(tid: str, who: str, **kw) -> Annotation:
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = open_store(tmp_path / "labels.sqlite")
+def store(store_location):
+    """The same labels on each backend: every export below runs from SQLite and from PostgreSQL."""
+    s = open_store(store_location)
     s.save(rich("t1", "ann"))
     s.save(rich("t2", "ann", verdict="success", labels=[], root_cause_step=None, cascading=[], step_comments={},
                 evidence=None, mistake_agent=None))

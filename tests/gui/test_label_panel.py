@@ -197,12 +197,11 @@ def test_text_change_is_undoable_and_pending_text_is_never_clobbered(qtbot, setu
     assert store.get("t1", "alice").verdict == "failure"
 
 
-@pytest.fixture
-def queued(qtbot, tmp_path):
-    """A panel writing through the app's write queue (a worker), as in the main window."""
+def queued_panel(qtbot, store):
+    """A panel on ``t1`` writing into ``store`` through the app's write queue (a worker), as in the main window;
+    returns it and the runner to shut down."""
     from gui_app.qt.workers import JobQueue, Runner
 
-    store = open_store(tmp_path / "labels.sqlite")
     session = Session()
     session.set_trajectory(traj("t1"))
     runner = Runner()
@@ -210,6 +209,13 @@ def queued(qtbot, tmp_path):
     qtbot.addWidget(panel)
     panel.show()
     panel.setFocus()
+    return panel, runner
+
+
+@pytest.fixture
+def queued(qtbot, tmp_path):
+    store = open_store(tmp_path / "labels.sqlite")
+    panel, runner = queued_panel(qtbot, store)
     yield store, panel
     runner.shutdown()
     store.close()
@@ -319,3 +325,73 @@ def test_keys_typed_while_the_next_item_opens_wait_for_it(qtbot, setup):
     panel.stop_waiting("there is no next item")
     assert store.get("t2", "alice").verdict == "failure"
     assert panel.save_state == "error" and "1 key(s) not applied: there is no next item" in panel.state_label.text()
+
+
+# --- a team's PostgreSQL store that goes away: the panel turns read-only and comes back by itself ------------------
+@pytest.fixture
+def pg(monkeypatch):
+    """A server of the test's own (it is stopped and started), and a panel that asks it again every 100 ms."""
+    from tests.pg import PgServer
+
+    monkeypatch.setattr(LabelPanel, "RETRY_MS", 100)
+    srv = PgServer({"fsync": "off"})
+    yield srv
+    srv.stop()
+
+
+def test_a_server_store_that_goes_down_makes_the_panel_read_only_and_it_comes_back(qtbot, pg):
+    import time
+
+    from gui_app.core.store_postgresql import PostgresAnnotationStore
+
+    url = pg.create_database()
+    store = PostgresAnnotationStore(url, connect_timeout=2, reconnect_s=0.5)
+    panel, runner = queued_panel(qtbot, store)
+    session = panel.session
+    key(qtbot, panel, Qt.Key.Key_F)
+    qtbot.waitUntil(lambda: panel.save_state == "saved", timeout=10_000)
+    pg.stop_server()
+    t0 = time.monotonic()
+    key(qtbot, panel, Qt.Key.Key_2, Qt.Key.Key_2)  # a label while the server is down
+    assert time.monotonic() - t0 < 2.0  # the keys returned at once: the write waits in the worker
+    qtbot.waitUntil(lambda: panel.read_only is not None, timeout=15_000)
+    assert "READ-ONLY" in panel.state_label.text() and "127.0.0.1" in panel.state_label.toolTip()
+    assert not panel.verdict_buttons["failure"].isEnabled() and not panel.tree.isEnabled()
+    assert panel.record is None  # nothing stale is shown as if it were stored
+    key(qtbot, panel, Qt.Key.Key_S)  # refused at once, no write queued
+    assert panel.pending_writes == 0 and panel.read_only is not None
+    session.set_trajectory(traj("t2"))  # the rest of the app goes on: another trajectory opens, steps move
+    session.set_step(3)
+    assert panel.title.text().startswith("<b>t2</b>") and panel.read_only is not None
+    pg.start()
+    qtbot.waitUntil(lambda: panel.read_only is None, timeout=30_000)  # it asked again and the store answered
+    assert "back" in panel.state_label.text() and panel.verdict_buttons["success"].isEnabled()
+    key(qtbot, panel, Qt.Key.Key_S)
+    qtbot.waitUntil(lambda: panel.save_state == "saved", timeout=10_000)
+    assert store.get("t2", "alice").verdict == "success"
+    assert store.get("t1", "alice").labels == []  # the label made while the server was down never landed
+    runner.shutdown()
+    store.close()
+
+
+def test_a_library_whose_server_is_down_opens_read_only_and_its_store_is_opened_later(qtbot, pg, tmp_path):
+    from gui_app.core.library import open_library
+
+    url = pg.create_database()
+    pg.stop_server()
+    library = open_library(tmp_path, store=url)
+    assert library.store is None and "cannot reach the PostgreSQL server" in library.store_error
+    session = Session()
+    panel = LabelPanel(session, None, taxonomy.get("computer_use"), "alice")
+    qtbot.addWidget(panel)
+    session.set_library(library)
+    session.set_trajectory(traj("t1"))
+    assert panel.read_only is not None and "READ-ONLY" in panel.state_label.text()
+    recovered = []
+    panel.store_recovered.connect(lambda: recovered.append(1))
+    pg.start()
+    qtbot.waitUntil(lambda: panel.read_only is None, timeout=30_000)
+    assert recovered == [1] and library.store is not None and panel.store is library.store
+    key(qtbot, panel, Qt.Key.Key_F)
+    assert library.store.get("t1", "alice").verdict == "failure"
+    library.close()
