@@ -26,13 +26,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first and exactly 2.13.0: the CPU build found locally (any other spec pulls CUDA packages)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[train,collect,dev,package]'
+	$(BIN)/python -m pip install --quiet -e '.[train,collect,dev,package,teams,cluster]'
 	@touch $(STAMP)
 
 install: system-deps $(STAMP)
 
+# A team's label store: the tests start a throw-away PostgreSQL server from Debian's package (tests/pg.py).
+TEAM_PACKAGES := postgresql
+
 system-deps:
-	@missing=$$(for p in $(APT_PACKAGES) $(DESKTOP_APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(APT_PACKAGES) $(DESKTOP_APT_PACKAGES) $(TEAM_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then \
 		echo "installing Debian packages: $$missing"; \

@@ -73,9 +73,16 @@ class _OnnxBackend:
         # No busy-waiting after a run: the pool otherwise spins on both cores and slows the next decoding.
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+        # Give the CPU arena's free chunks back after every run. A batch is padded to its longest run, so one long
+        # run makes the arena grow by hundreds of MB (attention over every padded token), and without shrinkage
+        # the arena keeps that peak for the life of the process and extends it for each new batch shape: the app
+        # went 195 -> 736 -> 810 -> 860 MB over three library scorings (bench/scoring_memory.py).
+        self.run_options = ort.RunOptions()
+        self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def __call__(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        s, f, e = self.session.run(["success_logit", "frame_logits", "embedding"], {k: batch[k] for k in INPUT_NAMES})
+        s, f, e = self.session.run(["success_logit", "frame_logits", "embedding"], {k: batch[k] for k in INPUT_NAMES},
+                                   self.run_options)
         return s, f, e
 
 

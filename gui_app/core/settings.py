@@ -51,6 +51,8 @@ class Settings:
         model: the active reward model: the weights folder ``rollscope score``, ``eval`` and the app use when none
             is named (None: the shipped weights). ``rollscope train --from-labels --activate`` sets it when the
             fine-tuned model is not worse than its base; ``rollscope model use|reset`` by hand.
+        label_store: where labels go: empty for each library's own file (``.rollscope/labels.sqlite``), or a team's
+            server, ``postgresql://USER@HOST:PORT/DB``, shared by every machine that labels the same media.
     """
 
     last_folder: str | None = None
@@ -62,6 +64,7 @@ class Settings:
     prefetch_next: bool = True
     reopen_last: bool = False
     model: str | None = None
+    label_store: str = ""
 
     def with_recent(self, folder: str) -> Settings:
         """A copy with ``folder`` first in the recent list and as the last folder."""

@@ -171,3 +171,38 @@ def test_controller_builds_disagreement_first_and_reads_cli_queues(qtbot, sample
     store.close()
     catalog.close()
     QApplication.processEvents()
+
+
+def test_an_open_queue_is_claimed_item_by_item_by_two_annotators(qtbot, samples, tmp_path):
+    """A team's open queue (built without annotators, k=1): two annotators' apps each claim their next item in a
+    worker, never the same one, and the next claim follows a saved label."""
+    catalog = Catalog(tmp_path / "c.sqlite")
+    catalog.scan(samples)
+    store = open_store(tmp_path / "labels.sqlite")
+    rows = sorted(catalog.query(), key=lambda r: r.id)
+    LabelQueue.build(store, "team", rows, [], k=1, order=["id"])
+    runner = Runner()
+    opened: dict[str, list[str]] = {"ann": [], "bob": []}
+    ctls = {}
+    for who in ("ann", "bob"):
+        ctl = QueueController(runner, Notifier(), who)
+        ctl.set_library(catalog, store)
+        ctl.open_requested.connect(opened[who].append)
+        ctls[who] = ctl
+        with qtbot.waitSignal(ctl.open_requested, timeout=30_000):
+            ctl.select("team")
+        assert ctl.open_queue
+    assert opened == {"ann": [rows[0].key], "bob": [rows[1].key]}
+    ann = ctls["ann"]
+    ann.current_id = rows[0].ref  # queue items and labels are keyed by the library key
+    assert ann.advance() and opened["ann"][-1] == rows[0].key  # still unlabelled: it stays, no new claim
+    assert len(store.queue_assignments("team", "ann")) == 1
+    store.set_field(rows[0].ref, "ann", "verdict", "failure")
+    with qtbot.waitSignal(ann.open_requested, timeout=30_000):
+        ann.advance()
+    assert opened["ann"][-1] == rows[2].key  # rows[1] is bob's
+    assert {a for _p, t, _k, a in store.queue_assignments("team") if t == rows[1].ref} == {"bob"}
+    runner.shutdown()
+    store.close()
+    catalog.close()
+    QApplication.processEvents()

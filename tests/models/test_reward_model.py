@@ -163,3 +163,12 @@ def test_screens_of_a_size_never_trained_on_make_the_verdict_unknown(tiny_weight
     desk = model.score(formats.load(str(next((samples / "desktop").glob("*/*-s9*")))))  # 1280x720
     assert desk.unknown and any("1280x720 px, outside the sizes the model was trained on" in x for x in desk.warnings)
     assert 0.0 <= desk.p_success <= 1.0  # still scored: unknown is a flag, not a refusal
+
+
+def test_the_onnx_arena_is_given_back_after_every_run(tiny_weights, samples):
+    """A batch padded to a long run grows the CPU arena by hundreds of MB; without shrinkage the app kept that peak
+    for good and grew it with every library scoring (issue 19; bench/scoring_memory.py measures the effect)."""
+    model = RewardModel.load(tiny_weights, backend="onnx")
+    entry = model.backend.run_options.get_run_config_entry("memory.enable_memory_arena_shrinkage")
+    assert entry == "cpu:0"
+    assert 0.0 <= model.score(native.load(_sample(samples, "click-tab-success"))).p_success <= 1.0
