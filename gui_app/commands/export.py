@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     catalog = args.catalog
     if catalog is None and (Path(args.root) / ".rollscope" / "catalog.sqlite").exists():
         catalog = Path(args.root) / ".rollscope" / "catalog.sqlite"
-    store = open_store_from(args, must_exist=True)
+    store = open_store_from(args, must_exist=True, read_only=True)
     try:
         flt = ExportFilter(annotator=args.annotator, adjudicated_only=args.adjudicated_only,
                            taxonomy_label=args.taxonomy_label, outcome=args.outcome)

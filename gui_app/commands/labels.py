@@ -12,20 +12,25 @@ from pathlib import Path
 from typing import Any
 
 
+# Actions that only read the store: they open it read-only.
+READ_ONLY = ("list", "show", "audit", "final")
+
+
 def add_store_arguments(p: argparse.ArgumentParser) -> None:
     """``--store`` / ``--root``, shared by every command that reads the annotation store."""
     p.add_argument("--store", default=None, help="annotation store (default: ROOT/.rollscope/labels.sqlite)")
     p.add_argument("--root", default=".", help="library root, for the default store and catalog (default: .)")
 
 
-def open_store_from(args: argparse.Namespace, must_exist: bool = False) -> Any:
-    """The store named by ``--store`` / ``--root``."""
+def open_store_from(args: argparse.Namespace, must_exist: bool = False, read_only: bool = False) -> Any:
+    """The store named by ``--store`` / ``--root``; ``read_only`` for commands that only read it (they then work
+    on a store they may not write, and never create or change a file)."""
     from gui_app.core.store import StoreError, default_path, open_store
 
     path = Path(args.store) if args.store else default_path(args.root)
-    if must_exist and not path.exists():
+    if (must_exist or read_only) and not path.exists():
         raise StoreError(path, "no annotation store here (use --store PATH or --root LIBRARY)")
-    return open_store(path)
+    return open_store(path, read_only=read_only)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -87,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     cmd = args.labels_command
     if cmd == "taxonomy":
         return _taxonomy(args)
-    store = open_store_from(args, must_exist=cmd != "import")
+    store = open_store_from(args, must_exist=cmd != "import", read_only=cmd in READ_ONLY)
     try:
         if cmd == "import":
             from gui_app.core.export import import_labels

@@ -13,10 +13,16 @@ T = TypeVar("T")
 
 def progress(items: Iterable[T], total: int | None = None, desc: str = "", json_mode: bool = False) -> Iterator[T]:
     """Wrap ``items`` in a progress bar shown on stderr (hidden in ``--json`` mode)."""
-    return iter(tqdm(items, total=total, desc=desc, unit="it", file=sys.stderr, disable=json_mode, leave=False,
-                     dynamic_ncols=True))
+    return iter(tqdm(items, total=total, desc=desc, unit="it", file=sys.stderr, disable=_disable(json_mode),
+                     leave=False, dynamic_ncols=True))
 
 
 def bar(total: int | None, desc: str = "", json_mode: bool = False) -> tqdm:
     """A manual progress bar (``bar.update(n)``), hidden in ``--json`` mode."""
-    return tqdm(total=total, desc=desc, file=sys.stderr, disable=json_mode, leave=False, dynamic_ncols=True)
+    return tqdm(total=total, desc=desc, file=sys.stderr, disable=_disable(json_mode), leave=False,
+                dynamic_ncols=True)
+
+
+def _disable(json_mode: bool) -> bool | None:
+    # None is tqdm's "off when the stream is not a terminal": a log or a pipe gets errors, not bar redraws.
+    return True if json_mode else None

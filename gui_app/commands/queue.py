@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gui_app.core.queue import LabelQueue
 
-    store = open_store_from(args, must_exist=args.queue_command != "build")
+    store = open_store_from(args, must_exist=args.queue_command != "build",
+                            read_only=args.queue_command in ("status", "next"))
     try:
         if args.queue_command == "build":
             from gui_app.core.catalog import Catalog

@@ -22,6 +22,7 @@ import fastjsonschema
 import jsonschema
 
 from gui_app.core.errors import TrajectoryFormatError
+from gui_app.core.safety import BadJSON, parse_json
 from gui_app.core.trajectory import Outcome, Step, Trajectory, VideoRef
 
 SCHEMA_VERSION = 1
@@ -142,9 +143,9 @@ def load(path: str | Path) -> Trajectory:
     except UnicodeDecodeError as exc:
         raise TrajectoryFormatError(file, None, f"not UTF-8 text: {exc}") from exc
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrajectoryFormatError(file, None, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from exc
+        doc = parse_json(text)
+    except BadJSON as exc:
+        raise TrajectoryFormatError(file, None, exc.reason, line=exc.line) from None
     if not isinstance(doc, dict):
         raise TrajectoryFormatError(file, "(root)", "expected a JSON object")
     validate(doc, file)

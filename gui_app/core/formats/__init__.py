@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from gui_app.core.errors import TrajectoryFormatError, UnknownFormatError
+from gui_app.core.errors import RollscopeError, TrajectoryFormatError, UnknownFormatError, clip
 from gui_app.core.trajectory import Trajectory
+
+T = TypeVar("T")
 
 # Order matters only to break ties in sniff scores: more specific formats first.
 _MODULES = ("native", "osworld", "browsergym", "atif", "agentnet", "whowhen", "plain_video", "image_folder")
@@ -51,20 +53,50 @@ def importers() -> list[Importer]:
 
 
 def by_name(name: str) -> Importer:
+    """The importer called ``name``.
+
+    Raises:
+        UnknownFormatError: no importer has that name (``inspect --format`` with a typo).
+    """
     for imp in importers():
         if imp.name == name:
             return imp
-    raise KeyError(name)
+    raise UnknownFormatError(name, f"no importer named {name!r} (known: {', '.join(i.name for i in importers())})")
+
+
+class ImporterBugError(TrajectoryFormatError):
+    """An importer failed in a way it did not mean to (a bug, not a verdict on the file): still one line naming the
+    file, so the user sees which file and a scan goes on, but the fuzz suite counts these as failures."""
+
+
+def guarded(path: Path, fn: Callable[[], T]) -> T:
+    """Run ``fn`` (an importer reading ``path``) so that whatever it meets ends as a :class:`RollscopeError`.
+
+    Nesting too deep for the interpreter and files too big for memory are verdicts on the file; anything else not
+    raised on purpose is an :class:`ImporterBugError`.
+    """
+    try:
+        return fn()
+    except RollscopeError:
+        raise
+    except RecursionError:
+        raise TrajectoryFormatError(path, None, "nested too deeply to read") from None
+    except MemoryError:
+        raise TrajectoryFormatError(path, None, "too large to read into memory") from None
+    except Exception as exc:  # noqa: BLE001 -- one line naming the file instead of a traceback
+        raise ImporterBugError(path, None, f"could not be read (importer error {type(exc).__name__}: "
+                                           f"{clip(str(exc), 200)})") from exc
 
 
 def detect(path: str | Path) -> Importer | None:
-    """The importer surest about ``path`` (score > 0), or None."""
+    """The importer surest about ``path`` (score > 0), or None. A sniff that fails counts as 0: one importer
+    tripping over a hostile file must not stop the others (or a scan) from classifying it."""
     p = Path(path)
     best, best_score = None, 0.0
     for imp in importers():
         try:
             score = imp.sniff(p)
-        except (OSError, ValueError):
+        except Exception:  # noqa: BLE001 -- sniff must never raise; if it does, it does not recognise the file
             score = 0.0
         if score > best_score:
             best, best_score = imp, score
@@ -90,7 +122,16 @@ def load_all(path: str | Path, fmt: str | None = None, align: bool = True) -> li
     imp = by_name(fmt) if fmt else detect(p)
     if imp is None:
         raise UnknownFormatError(p)
-    return imp.load_all(p, align=align)
+    return load_unit(p, imp, align)
+
+
+def load_unit(path: Path, imp: Importer, align: bool = True) -> list[Trajectory]:
+    """``imp.load_all(path)`` with every failure a one-line :class:`RollscopeError` naming the file (see
+    :func:`guarded`) and every warning one line of bounded length."""
+    trajs = guarded(path, lambda: imp.load_all(path, align=align))
+    for t in trajs:
+        t.warnings = [clip(str(w)) for w in t.warnings]
+    return trajs
 
 
 def load(path: str | Path, fmt: str | None = None, align: bool = True) -> Trajectory:

@@ -18,6 +18,7 @@ from typing import Any
 
 from gui_app.core.actions import parse_action
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError, VideoError
+from gui_app.core.safety import BadJSON, parse_json
 from gui_app.core.trajectory import ACTION_TYPES, Step, Trajectory, VideoRef
 
 HEAD_BYTES = 8192
@@ -94,10 +95,9 @@ def read_json(path: Path) -> Any:
     """Parse a JSON file; a syntax error names the line and column."""
     text = read_text(path)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrajectoryFormatError(path, None, f"invalid JSON: {exc.msg} (column {exc.colno})",
-                                    line=exc.lineno) from exc
+        return parse_json(text)
+    except BadJSON as exc:
+        raise TrajectoryFormatError(path, None, exc.reason, line=exc.line) from None
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Any | TrajectoryFormatError]]:
@@ -110,10 +110,9 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any | TrajectoryFormatError]]:
         if not line.strip():
             continue
         try:
-            yield lineno, json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield lineno, TrajectoryFormatError(path, None, f"invalid JSON: {exc.msg} (column {exc.colno})",
-                                                line=lineno)
+            yield lineno, parse_json(line)
+        except BadJSON as exc:
+            yield lineno, TrajectoryFormatError(path, None, exc.reason, line=lineno)
 
 
 def read_jsonl_strict(path: Path) -> list[tuple[int, Any]]:
@@ -345,8 +344,8 @@ def looks_like_step_log(path: Path, need_time: bool) -> bool:
         return False
     if first.startswith("{"):
         try:
-            keys = set(json.loads(first))
-        except (json.JSONDecodeError, TypeError):
+            keys = set(parse_json(first))
+        except (BadJSON, TypeError):
             keys = set(re.findall(r'"([A-Za-z_]+)"\s*:', first))
     elif path.suffix.lower() == ".csv":
         keys = {k.strip().strip('"') for k in first.split(",")}

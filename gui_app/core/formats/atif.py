@@ -21,6 +21,7 @@ from typing import Any
 
 from gui_app.core.errors import TrajectoryFormatError
 from gui_app.core.formats import _common as c
+from gui_app.core.safety import BadJSON, parse_json
 from gui_app.core.trajectory import Outcome, Step, Trajectory
 
 SUPPORTED = ((1, 4), (1, 7))
@@ -189,9 +190,9 @@ class ATIFImporter:
             if isinstance(args, str):
                 # Some producers store the JSON-encoded string the model emitted; decode it when it is JSON.
                 try:
-                    decoded = json.loads(args)
+                    decoded = parse_json(args)
                     args = decoded if isinstance(decoded, dict) else args
-                except json.JSONDecodeError:
+                except BadJSON:
                     pass
             elif args is not None and not isinstance(args, dict):
                 raise TrajectoryFormatError(path, f"{cf}.arguments", f"expected an object or a string, got {args!r}")
