@@ -289,25 +289,29 @@ class SqliteAnnotationStore(AnnotationStore):
         if not read_only:
             self._create_if_missing()
         self._check_file()
-        conn = self._conn()
         try:
-            self._check_tables(conn)
-            if read_only:
-                version = db.check_version(conn, migrations())
-                if version < migrations()[-1].version:
-                    raise StoreError(self.path, f"schema version {version} is older than this Rollscope's "
-                                                f"({migrations()[-1].version}) and the store is opened read-only; "
-                                                "open it once with write access to upgrade it")
-            else:
-                db.migrate(conn, migrations())
+            # What the file is, asked before anything is written to it (not even the switch to WAL mode).
+            probe = self._connect_read_only() if read_only else sqlite3.connect(str(self.path), isolation_level=None)
+            try:
+                self._check_tables(probe)
+                version = db.check_version(probe, migrations())
+            finally:
+                probe.close()
+            if read_only and version < migrations()[-1].version:
+                raise StoreError(self.path, f"schema version {version} is older than this Rollscope's "
+                                            f"({migrations()[-1].version}) and the store is opened read-only; "
+                                            "open it once with write access to upgrade it")
+            if not read_only:
+                db.migrate(self._conn(), migrations())
         except db.MigrationError as exc:
             self.close()
             raise StoreError(self.path, exc.reason) from exc
-        except (StoreError, sqlite3.Error) as exc:
+        except sqlite3.Error as exc:
             self.close()
-            if isinstance(exc, StoreError):
-                raise
             raise StoreError(self.path, f"cannot open annotation store: {exc}") from exc
+        except StoreError:
+            self.close()
+            raise
 
     # --- the file -----------------------------------------------------------------------------------
     def _create_if_missing(self) -> None:

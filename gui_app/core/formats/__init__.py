@@ -64,9 +64,14 @@ def by_name(name: str) -> Importer:
     raise UnknownFormatError(name, f"no importer named {name!r} (known: {', '.join(i.name for i in importers())})")
 
 
-class ImporterBugError(TrajectoryFormatError):
+class ImporterBugError(RollscopeError):
     """An importer failed in a way it did not mean to (a bug, not a verdict on the file): still one line naming the
-    file, so the user sees which file and a scan goes on, but the fuzz suite counts these as failures."""
+    file, so the user sees which file and a scan goes on. Not a :class:`TrajectoryFormatError`, so tests that accept
+    only a verdict on the file, and the fuzz suite, count it as the failure it is."""
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path, self.reason = str(path), clip(reason)
+        super().__init__(f"{path}: {self.reason}")
 
 
 def guarded(path: Path, fn: Callable[[], T]) -> T:
@@ -84,7 +89,7 @@ def guarded(path: Path, fn: Callable[[], T]) -> T:
     except MemoryError:
         raise TrajectoryFormatError(path, None, "too large to read into memory") from None
     except Exception as exc:  # noqa: BLE001 -- one line naming the file instead of a traceback
-        raise ImporterBugError(path, None, f"could not be read (importer error {type(exc).__name__}: "
+        raise ImporterBugError(path, f"could not be read (importer error {type(exc).__name__}: "
                                            f"{clip(str(exc), 200)})") from exc
 
 
