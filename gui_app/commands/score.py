@@ -20,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="weights or run folder (default: the shipped weights)")
     p.add_argument("--catalog", default=None, help="catalog database to record the scores in")
     p.add_argument("--batch-size", type=int, default=8, help="trajectories per forward pass")
+    p.add_argument("--root", default=None,
+                   help="library root: media may be read from anywhere under it (default: the folder, when one "
+                        "folder is given); media outside a trajectory's own folder and the library are not read")
 
 
 def expand(paths: list[str]) -> list[str]:
@@ -41,6 +44,15 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
+def library_root(root: str | None, paths: list[str]) -> str | None:
+    """``--root``, else the one folder given (a library scored whole), else None (each trajectory's own folder)."""
+    from pathlib import Path
+
+    if root is not None:
+        return root
+    return paths[0] if len(paths) == 1 and Path(paths[0]).is_dir() else None
+
+
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
     from gui_app.core.scoring import score_many
@@ -56,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     pbar = bar(len(paths), desc="scoring", json_mode=args.json)
     try:
         outcomes = score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size,
-                              progress=lambda done, total: pbar.update(done - pbar.n))
+                              progress=lambda done, total: pbar.update(done - pbar.n),
+                              library_root=library_root(args.root, args.paths))
     finally:
         pbar.close()
         if catalog is not None:

@@ -414,7 +414,7 @@ class Catalog:
                     if progress is not None:
                         progress(done, total, path)
                     continue
-                trajs, err = self._load_unit(Path(path), imp)
+                trajs, err = self._load_unit(Path(path), imp, root)
             rows = self._unit_rows(path, imp.name, trajs, err, time.time())
             batch.append((path, imp.name, sig, rows))
             row_error = rows[0][13] if len(rows) == 1 else None  # the error column: set on a unit's one error row
@@ -449,12 +449,12 @@ class Catalog:
             report.errors.append({"path": path, "error": error})
 
     @staticmethod
-    def _load_unit(path: Path, imp: Any) -> tuple[list[Trajectory] | None, str | None]:
+    def _load_unit(path: Path, imp: Any, library_root: Path) -> tuple[list[Trajectory] | None, str | None]:
         from gui_app.core.formats import load_unit
 
         try:
             # align=False: placing steps in a recording decodes the whole video, and a listing needs no step times.
-            trajs = load_unit(path, imp, align=False)
+            trajs = load_unit(path, imp, align=False, library_root=library_root)
         except Exception as exc:  # noqa: BLE001 -- one bad unit (or importer bug) must not end a scan of thousands
             return None, _error_text(exc)
         if not trajs:

@@ -348,10 +348,14 @@ def _publish_splits(out: Path, parts: dict[str, Callable[[Path], int]]) -> tuple
     return [str(out / name) for name in parts], {name.split(".", 1)[0]: n for name, n in counts.items()}
 
 
-def _load_default(row: Any) -> Any:
+def _loader(catalog: Any) -> Callable[[Any], Any]:
+    """``row -> Trajectory`` through the importers, reading media inside the catalog's library (the folder holding
+    its ``.rollscope``), as the library view does."""
     from gui_app.core import formats
 
-    return formats.load(_row_get(row, "key"))
+    path = Path(catalog) if isinstance(catalog, (str, Path)) else getattr(catalog, "db_path", None)
+    root = path.parent.parent if path is not None and path.parent.name == ".rollscope" else None
+    return lambda row: formats.load(_row_get(row, "key"), library_root=root)
 
 
 def sft_record(a: Annotation, instruction: str, video: str | None, traj: Any = None) -> dict[str, Any] | None:
@@ -563,7 +567,7 @@ def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, cat
     def split_of(a: Annotation) -> str:
         return splits[task_of(a.trajectory_id, cat.get(a.trajectory_id))]
 
-    load = loader or _load_default
+    load = loader or _loader(catalog)
     warnings: list[str] = []
     records: dict[str, list[dict[str, Any]]] = {}
     skipped = 0

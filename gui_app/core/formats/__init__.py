@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError, UnknownFormatError, clip
+from gui_app.core.safety import MAX_WARNINGS, media_roots
 from gui_app.core.trajectory import Trajectory
 
 T = TypeVar("T")
@@ -118,31 +119,46 @@ def split_selector(path: str | Path) -> tuple[Path, int | None]:
     return Path(s), None
 
 
-def load_all(path: str | Path, fmt: str | None = None, align: bool = True) -> list[Trajectory]:
+def load_all(path: str | Path, fmt: str | None = None, align: bool = True,
+             library_root: str | Path | None = None) -> list[Trajectory]:
     """Every trajectory at ``path`` (format detected unless ``fmt`` names it); see :meth:`Importer.load_all`
-    for ``align``."""
+    for ``align`` and :func:`load_unit` for ``library_root``."""
     p, _ = split_selector(path)
     if not p.exists():
         raise TrajectoryFormatError(p, None, "no such file or directory")
     imp = by_name(fmt) if fmt else detect(p)
     if imp is None:
         raise UnknownFormatError(p)
-    return load_unit(p, imp, align)
+    return load_unit(p, imp, align, library_root)
 
 
-def load_unit(path: Path, imp: Importer, align: bool = True) -> list[Trajectory]:
-    """``imp.load_all(path)`` with every failure a one-line :class:`RollscopeError` naming the file (see
-    :func:`guarded`) and every warning one line of bounded length."""
-    trajs = guarded(path, lambda: imp.load_all(path, align=align))
+def load_unit(path: Path, imp: Importer, align: bool = True,
+              library_root: str | Path | None = None) -> list[Trajectory]:
+    """``imp.load_all(path)``, as every user-facing load runs it.
+
+    - Media are read only inside the unit's folder or ``library_root`` (:func:`gui_app.core.safety.confine`);
+      one named anywhere else is refused with a warning naming the field.
+    - Every failure is a one-line :class:`RollscopeError` naming the file (see :func:`guarded`).
+    - Every warning is one line of bounded length, and at most :data:`~gui_app.core.safety.MAX_WARNINGS` are kept
+      (the last one counts the rest).
+    """
+    unit_dir = path if path.is_dir() else path.parent
+    with media_roots(unit_dir, library_root):
+        trajs = guarded(path, lambda: imp.load_all(path, align=align))
     for t in trajs:
-        t.warnings = [clip(str(w)) for w in t.warnings]
+        warnings = [clip(str(w)) for w in t.warnings[:MAX_WARNINGS]]
+        if len(t.warnings) > MAX_WARNINGS:
+            warnings.append(f"{t.source_path}: and {len(t.warnings) - MAX_WARNINGS:,} more warnings")
+        t.warnings = warnings
     return trajs
 
 
-def load(path: str | Path, fmt: str | None = None, align: bool = True) -> Trajectory:
-    """One trajectory: the unit's only one, or ``PATH#N`` for the N-th of a multi-trajectory file."""
+def load(path: str | Path, fmt: str | None = None, align: bool = True,
+         library_root: str | Path | None = None) -> Trajectory:
+    """One trajectory: the unit's only one, or ``PATH#N`` for the N-th of a multi-trajectory file. Media are read
+    only inside its folder or ``library_root`` (see :func:`load_unit`)."""
     p, sel = split_selector(path)
-    trajs = load_all(p, fmt, align)
+    trajs = load_all(p, fmt, align, library_root)
     if not trajs:
         raise TrajectoryFormatError(p, None, "holds no trajectory")
     if sel is None:

@@ -104,9 +104,9 @@ class AgentNetImporter:
             image = c.typed(s, "image", str, path, f"{f}.image", line=line)
             shot = None
             if image:
-                found = next((d / image for d in image_dirs if (d / image).is_file()), None)
-                shot = str(found.resolve()) if found else c.resolve_media(path.parent, image, warnings,
-                                                                           f"{path}:{line}: field '{f}.image'")
+                found = next((d / image for d in image_dirs if c.is_regular(d / image)), None)
+                shot = c.resolve_media(found.parent if found else path.parent, found.name if found else image,
+                                       warnings, f"{path}:{line}: field '{f}.image'")
             extra: dict[str, Any] = {"screenshot_timing": "before_action"}
             for key in ("observation", "reflection"):
                 if vget(key, str):
