@@ -405,7 +405,7 @@ def _why_not_a_log(file: Path, need_time: bool) -> str:
             fh.read(1)
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
-    what = "a start time" if need_time else "an action, a screenshot or a time"
+    what = "start time" if need_time else "action, screenshot or time"
     return f"its first record has no {what} (not a step log)"
 
 
