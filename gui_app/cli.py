@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 
@@ -52,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            # Text from a file may hold what the terminal's encoding cannot (a lone surrogate from a JSON escape):
+            # shown escaped, never an encoding error at the last step.
+            stream.reconfigure(errors="backslashreplace")
     if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
         argv = ["open", *argv]  # plain `rollscope [PATH]` opens the GUI
     args = build_parser().parse_args(argv)

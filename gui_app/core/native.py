@@ -162,9 +162,9 @@ def load(path: str | Path) -> Trajectory:
             where = f"{file}: field 'steps[{s['index']}].screenshot'"
             shot = confine(_abs(root, kw["screenshot"]), warnings, where)  # only when loading for a user
             if shot is not None and not is_regular(shot):
-                warnings.append(f"{where}: file not found: {shot}" if not shot.exists() else
+                warnings.append(f"{where}: file not found: {shot}" if not os.path.exists(shot) else
                                 f"{where}: not a regular file: {shot}")
-                shot = None if shot.exists() else shot
+                shot = None if os.path.exists(shot) else shot
             kw["screenshot"] = None if shot is None else str(shot)
         steps.append(Step(**kw))
     _check_times(file, steps, video, warnings)
@@ -199,7 +199,7 @@ def _video(file: Path, path: Path, v: dict[str, Any], warnings: list[str]) -> Vi
     real = confine(path, warnings, where)
     if real is None:
         return None
-    if not real.exists():
+    if not os.path.exists(real):
         warnings.append(f"{where}: file not found: {path}")
         return VideoRef(str(path), v.get("fps"), v.get("frames"), v.get("width"), v.get("height"))
     if not is_regular(real):

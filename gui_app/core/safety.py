@@ -187,7 +187,11 @@ def confine(path: str | Path, warnings: list[str], where: str) -> Path | None:
     that points out of it, is never opened: a trajectory shared with you must not make Rollscope read (and show, or
     export) your files.
     """
-    real = Path(os.path.realpath(path))
+    try:
+        real = Path(os.path.realpath(path))
+    except (ValueError, OSError) as exc:  # a NUL byte or a lone surrogate in the name, a name too long
+        warnings.append(clip(f"{where}: not a usable file name ({type(exc).__name__}): {str(path)[:100]!r}"))
+        return None
     roots = _MEDIA_ROOTS.get()
     if roots is None or any(real == r or real.is_relative_to(r) for r in roots):
         return real

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -182,6 +183,9 @@ def number(value: Any, path: Path, field: str, line: int | None = None) -> float
         out = float(value)
     except (TypeError, ValueError):
         raise TrajectoryFormatError(path, field, f"expected a number, got {_short(value)}", line=line) from None
+    except OverflowError:  # an integer past a float's range (10**400)
+        raise TrajectoryFormatError(path, field, f"expected a finite number, got {_short(value)}",
+                                    line=line) from None
     if not math.isfinite(out):
         raise TrajectoryFormatError(path, field, f"expected a finite number, got {value}", line=line)
     return out
@@ -234,7 +238,7 @@ def resolve_media(root: Path, rel: str | None, warnings: list[str], where: str) 
     if real is None:
         return None
     if not is_regular(real):
-        warnings.append(f"{where}: file not found: {p}" if not real.exists() else
+        warnings.append(f"{where}: file not found: {p}" if not os.path.exists(real) else
                         f"{where}: not a regular file: {p}")
         return None
     return str(real)
