@@ -4,9 +4,15 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Recording styles (gui_app/recorders/styles.py): X cursor themes and fonts the two style families draw from.
+STYLE_PACKAGES := dmz-cursor-theme xcursor-themes adwaita-icon-theme breeze-cursor-theme chameleon-cursor-theme \
+	crystalcursors bibata-cursor-theme comixcursors-righthanded-opaque fontconfig fonts-dejavu-extra \
+	fonts-liberation2 fonts-freefont-ttf fonts-open-sans fonts-lato fonts-crosextra-carlito fonts-roboto-unhinted \
+	fonts-urw-base35 fonts-cantarell fonts-comic-neue fonts-croscore fonts-hack
 APT_PACKAGES := chromium chromium-driver xvfb xauth libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 \
 	libfontconfig1 libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 \
-	libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 fonts-liberation fonts-dejavu-core
+	libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 fonts-liberation fonts-dejavu-core \
+	$(STYLE_PACKAGES)
 SAMPLES := resources/samples
 
 .PHONY: demo test install system-deps bench screenshots package clean

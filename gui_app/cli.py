@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "open": ("gui_app.commands.open", "open the desktop app (optionally on a folder or trajectory)"),
     "inspect": ("gui_app.commands.inspect", "load one trajectory of any supported format and describe it"),
     "scan": ("gui_app.commands.scan", "index a tree of trajectories into the catalog"),
+    "convert": ("gui_app.commands.convert", "write trajectories as OSWorld result folders or ATIF (Harbor) trials"),
     "collect": ("gui_app.commands.collect", "record real MiniWoB++ trajectories in headless Chromium"),
     "dataset": ("gui_app.commands.dataset", "build train/val/test splits and a manifest from recorded trajectories"),
     "train": ("gui_app.commands.train", "train the video reward model on a recorded dataset"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -225,3 +226,28 @@ def test_dataset_command_json(recorded, tmp_path, capsys):
     args = p.parse_args(["build", str(recorded), "--out", str(tmp_path / "x"), "--split", "80,20"])
     with pytest.raises(DatasetError, match="--split"):
         cmd.run(args)
+
+
+def test_the_eleven_heldout_types_are_kept_out_by_default(recorded, tmp_path):
+    from gui_app.core.dataset import HELDOUT_TASKS
+
+    assert len(HELDOUT_TASKS) == 11 and "click-link" in HELDOUT_TASKS and "social-media-some" in HELDOUT_TASKS
+    root = tmp_path / "runs"
+    shutil.copytree(recorded, root)
+    # An episode of a held-out type (recorded for evaluation), by agent B in style family B.
+    frames = [np.zeros((32, 24, 3), np.uint8)] * 2
+    steps = [{"index": 0, "t_start": 0.0, "t_end": 1.0, "action": "click(x=3, y=4)", "action_type": "click",
+              "x": 3.0, "y": 4.0, "screenshot": "frames/step_000.png", "extra": {"target": "span:dolor"}}]
+    md = {"task": "click-link", "seed": 5, "agent": "scripted-v2", "raw_reward": 1.0, "negative_kind": "none",
+          "style": {"family": "B"}, "style_family": "B", "fields": {"target": "dolor"}, "candidates": ["dolor"]}
+    write_episode(root / "click-link" / "click-link-s5-b", "click-link", 5, 'Click on the link "dolor".', frames,
+                  steps, True, 1.0, md, agent="scripted-v2", traj_id="miniwob-click-link-s5-b")
+    df = _build(root, tmp_path / "ds")
+    held = df.filter(pl.col("task") == "click-link")
+    assert held.height >= 1 and set(held["split"].unique()) == {"heldout_task"}
+    row = held.filter(pl.col("derived_from").is_null()).to_dicts()[0]
+    assert row["agent"] == "scripted-v2" and row["style_family"] == "B"
+    assert set(df.filter(pl.col("task") != "click-link")["split"].unique()) <= {"train", "val", "test"}
+    # Asked for nothing held out, it trains on every type.
+    df2 = _build(root, tmp_path / "ds2", holdout_tasks=())
+    assert "heldout_task" not in set(df2["split"].unique())

@@ -10,7 +10,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["build"], help="build: write DS/manifest.parquet and DS/counts.csv")
     p.add_argument("root", help="folder of recorded native trajectories (e.g. from `rollscope collect`)")
     p.add_argument("--out", required=True, help="dataset folder (manifest, counts, derived negatives)")
-    p.add_argument("--holdout-tasks", default="", help="comma-separated task types kept out of training")
+    p.add_argument("--holdout-tasks", default="default",
+                   help="task types kept out of training: 'default' (the 11 held-out MiniWoB types of "
+                        "gui_app.core.dataset.HELDOUT_TASKS), 'none', or a comma-separated list")
     p.add_argument("--seed", type=int, default=0, help="seed of the split hash and of the negatives")
     p.add_argument("--negatives", default="adversarial,truncation,swap",
                    help="derived negatives to add: any of adversarial,truncation,swap, or 'none'")
@@ -20,10 +22,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import progress
-    from gui_app.core.dataset import DatasetError, build_dataset, format_counts
+    from gui_app.core.dataset import HELDOUT_TASKS, DatasetError, build_dataset, format_counts
 
     kinds = [] if args.negatives in ("", "none") else [k.strip() for k in args.negatives.split(",") if k.strip()]
-    holdout = [t.strip() for t in args.holdout_tasks.split(",") if t.strip()]
+    if args.holdout_tasks == "default":
+        holdout = list(HELDOUT_TASKS)
+    elif args.holdout_tasks in ("", "none"):
+        holdout = []
+    else:
+        holdout = [t.strip() for t in args.holdout_tasks.split(",") if t.strip()]
     try:
         split = tuple(int(x) for x in args.split.split(","))
     except ValueError:

@@ -38,6 +38,13 @@ MANIFEST_COLUMNS = ("path", "id", "task", "seed", "instruction", "success", "fir
                     "mistake_type", "split", "n_steps")
 SPLITS = ("train", "val", "test", "heldout_task")
 
+#: MiniWoB++ task types never trained on and never used to choose the recipe: they measure accuracy on unseen task
+#: types (see ``shared/REWARD_MODEL.md``). The recorders can record them (for evaluation); ``build_dataset`` puts
+#: them in the ``heldout_task`` split unless told otherwise.
+HELDOUT_TASKS: tuple[str, ...] = ("click-link", "enter-password", "navigate-tree", "click-collapsible",
+                                  "click-collapsible-2", "enter-date", "enter-time", "grid-coordinate",
+                                  "social-media", "social-media-all", "social-media-some")
+
 #: Probability that a successful run yields each kind of derived negative.
 NEGATIVE_RATES = {"adversarial": 0.4, "truncation": 0.25, "swap": 0.15}
 
@@ -141,17 +148,21 @@ def _row(traj: Trajectory, path: Path, ds: Path, split: str, label_source: str =
         "raw_reward": md.get("raw_reward"),
         "label_source": label_source,
         "original_instruction": md.get("original_instruction"),
+        "agent": traj.agent,
+        "style_family": md.get("style_family") or (md.get("style") or {}).get("family"),
+        "recovered_step": md.get("recovered_step"),
     }
 
 
-def build_dataset(root: str | Path, out: str | Path, holdout_tasks: Iterable[str] = (), seed: int = 0,
+def build_dataset(root: str | Path, out: str | Path, holdout_tasks: Iterable[str] = HELDOUT_TASKS, seed: int = 0,
                   negatives: Iterable[str] = ("adversarial", "truncation", "swap"),
                   split: tuple[int, int, int] = (80, 10, 10), progress: ProgressFn | None = None,
                   rates: dict[str, float] | None = None) -> BuildResult:
     """Build ``out/manifest.parquet`` (and derived negatives, counts) from the trajectories under ``root``.
 
     Args:
-        holdout_tasks: task types kept out of training entirely (split ``heldout_task``).
+        holdout_tasks: task types kept out of training entirely (split ``heldout_task``); by default
+            :data:`HELDOUT_TASKS`.
         seed: salt of the split hash and seed of the negatives' choices (a build is deterministic).
         negatives: kinds of derived negatives to add (``adversarial``, ``truncation``, ``swap``).
         split: train/val/test percentages.
@@ -197,8 +208,9 @@ def build_dataset(root: str | Path, out: str | Path, holdout_tasks: Iterable[str
         sources.append((traj, d))
 
     present = {str(t.metadata.get("task") or "") for t, _ in sources}
-    for t in sorted(holdout - present):
-        warnings.append(f"held-out task {t!r} has no trajectories under {root}")
+    if set(holdout) != set(HELDOUT_TASKS):
+        for t in sorted(holdout - present):
+            warnings.append(f"held-out task {t!r} has no trajectories under {root}")
     humans = _human_labels(root, warnings)
     rows = []
     for traj, d in sources:
@@ -259,7 +271,8 @@ def build_dataset(root: str | Path, out: str | Path, holdout_tasks: Iterable[str
               "success": pl.Boolean, "first_error_step": pl.Int64, "negative_kind": pl.Utf8,
               "mistake_type": pl.Utf8, "split": pl.Utf8, "n_steps": pl.Int64, "abs_path": pl.Utf8,
               "derived_from": pl.Utf8, "episode": pl.Int64, "raw_reward": pl.Float64, "label_source": pl.Utf8,
-              "original_instruction": pl.Utf8}
+              "original_instruction": pl.Utf8, "agent": pl.Utf8, "style_family": pl.Utf8,
+              "recovered_step": pl.Int64}
     df = pl.DataFrame(rows, schema=schema, orient="row").sort("task", "split", "id")
     manifest = ds / "manifest.parquet"
     tmp = ds / ".manifest.parquet.tmp"

@@ -44,9 +44,9 @@ def _labels(traj: Trajectory) -> list[str]:
 
 
 def _first_step(traj: Trajectory, pred: Any) -> int:
-    """Index of the first step satisfying ``pred(step)``, else the last step."""
+    """Index of the first step satisfying ``pred(step)`` (harmless extra steps never count), else the last step."""
     for s in traj.steps:
-        if pred(s):
+        if not s.extra.get("harmless") and pred(s):
             return s.index
     return max(0, traj.n_steps - 1)
 
@@ -56,13 +56,27 @@ def _first_click(traj: Trajectory) -> int:
 
 
 def _first_type(traj: Trajectory, nth: int = 0) -> int:
-    typed = [s.index for s in traj.steps if s.action_type == "type"]
+    typed = [s.index for s in traj.steps if s.action_type == "type" and not s.extra.get("harmless")]
     return typed[nth] if len(typed) > nth else max(0, traj.n_steps - 1)
+
+
+def _first_type_into(traj: Trajectory, field: str) -> int:
+    """The first typing into the field whose label names ``field`` (an agent may type one value in pieces)."""
+    return _first_step(traj, lambda s: s.action_type == "type" and field in str(s.extra.get("target", "")).lower())
 
 
 def _step_naming(traj: Trajectory, value: str) -> int:
     """The first step whose target names ``value`` (the click on the original element)."""
     return _first_step(traj, lambda s: value and value in str(s.extra.get("target", "")))
+
+
+def _tick_name(label: str) -> str | None:
+    """The box a tick step names: ``label:NAME`` (agent A) or ``checkbox NAME`` (agent B)."""
+    if label.startswith("label:"):
+        return label.split(":", 1)[1]
+    if label.startswith("checkbox ") and not label.endswith(")"):
+        return label.removeprefix("checkbox ")
+    return None
 
 
 def _other(values: Sequence[str], exclude: set[str], rng: random.Random) -> str | None:
@@ -97,11 +111,14 @@ def adversarial(traj: Trajectory, pool: dict[str, list[dict[str, str]]], rng: ra
     u = traj.instruction
     others = [f for f in pool.get(task, []) if f != fields]
 
-    if task in ("click-test", "focus-text", "click-dialog", "click-test-2", "click-button-sequence"):
+    if task in ("click-test", "focus-text", "click-dialog", "click-test-2", "click-button-sequence",
+                "click-test-transfer", "identify-shape", "simple-arithmetic", "simple-algebra", "text-transform",
+                "copy-paste", "click-collapsible"):
         # One instruction only ("Click button ONE.", "Click button ONE, then click button TWO."): a rewrite
         # would never occur as a positive, so the text alone would give the label away.
         return None
-    if task in ("click-button", "click-link", "click-option", "navigate-tree"):
+    if task in ("click-button", "click-link", "click-option", "navigate-tree", "unicode-test", "click-dialog-2",
+                "click-tab-2", "click-tab-2-easy", "click-tab-2-hard", "click-collapsible-2", "click-color"):
         old = fields.get("target", "")
         new = _other(cands, {old}, rng)
         if new is None:
@@ -121,7 +138,7 @@ def adversarial(traj: Trajectory, pool: dict[str, list[dict[str, str]]], rng: ra
         if new is None:
             return None
         return Rewrite(u.replace(old, new, 1), _first_type(traj), f"{old} -> {new}")
-    if task == "click-checkboxes":
+    if task in ("click-checkboxes", "click-checkboxes-large", "click-checkboxes-transfer"):
         want = [v for k, v in sorted(fields.items()) if k.startswith("target")]
         rest = [c for c in cands if c not in want]
         boxes = list(want)
@@ -136,7 +153,7 @@ def adversarial(traj: Trajectory, pool: dict[str, list[dict[str, str]]], rng: ra
         text = "Select " + (", ".join(boxes) if boxes else "nothing") + " and click Submit."
         labels = _labels(traj)
         fes = None
-        ticks = [(i, lab.split(":", 1)[-1]) for i, lab in enumerate(labels) if lab.startswith("label:")]
+        ticks = [(i, _tick_name(lab)) for i, lab in enumerate(labels) if _tick_name(lab) is not None]
         for i, name in ticks:
             if name not in boxes:
                 fes = i  # ticks a box the new instruction does not ask for
@@ -145,13 +162,13 @@ def adversarial(traj: Trajectory, pool: dict[str, list[dict[str, str]]], rng: ra
             # Every tick is wanted, but a wanted box is never ticked: the departure is the Submit.
             fes = _first_step(traj, lambda s: "Submit" in str(s.extra.get("target", "")))
         return Rewrite(text, fes, f"{want} -> {boxes}")
-    if task == "email-inbox":
+    if task.startswith("email-inbox"):
         old = fields.get("by", "")
         new = _other(cands, {old}, rng)
         if new is None:
             return None
         return Rewrite(u.replace(old, new, 1), _first_click(traj), f"sender {old} -> {new}")
-    if task in ("enter-text", "enter-password"):
+    if task in ("enter-text", "enter-password", "enter-text-dynamic"):
         old = fields.get("target", "")
         new = _other([f.get("target", "") for f in others], {old}, rng)
         return None if new is None else Rewrite(_replace_quoted(u, old, new), _first_type(traj), f"{old} -> {new}")
@@ -164,14 +181,58 @@ def adversarial(traj: Trajectory, pool: dict[str, list[dict[str, str]]], rng: ra
         old = fields.get("text", "")
         new = _other([f.get("text", "") for f in others], {old}, rng)
         return None if new is None else Rewrite(_replace_quoted(u, old, new), _first_type(traj), f"{old} -> {new}")
-    if task == "login-user":
+    if task in ("login-user", "login-user-popup"):
         key = rng.choice(("username", "password"))
         old = fields.get(key, "")
         new = _other([f.get(key, "") for f in others], {old}, rng)
         if new is None:
             return None
-        step = _first_type(traj, 0 if key == "username" else 1)
-        return Rewrite(_replace_quoted(u, old, new), step, f"{key} {old} -> {new}")
+        return Rewrite(_replace_quoted(u, old, new), _first_type_into(traj, key), f"{key} {old} -> {new}")
+    if task in ("multi-layouts", "multi-orderings"):
+        key = rng.choice(("genre", "director", "year"))
+        old = fields.get(key, "")
+        new = _other([f.get(key, "") for f in others], {old}, rng)
+        if not old or new is None:
+            return None
+        text = re.sub(rf"\b{re.escape(old)}\b", new, u, count=1)
+        return Rewrite(text, _first_type_into(traj, key), f"{key} {old} -> {new}")
+    if task in ("search-engine",):
+        old = fields.get("query", "")
+        new = _other([f.get("query", "") for f in others], {old}, rng)
+        return None if new is None else Rewrite(_replace_quoted(u, old, new), _first_type(traj), f"{old} -> {new}")
+    if task in ("read-table",):
+        old = fields.get("target", "")
+        new = _other(cands, {old}, rng)
+        return None if new is None else Rewrite(u.replace(old, new, 1), _first_type(traj), f"{old} -> {new}")
+    if task in ("focus-text-2", "copy-paste-2", "find-word"):
+        old = fields.get("target", "")
+        m = re.match(r"(\d+)", old)
+        if not m:
+            return None
+        n = int(m.group(1))
+        top = 6 if task == "find-word" else 3  # the paragraph has at least 6 words; there are 3 boxes or areas
+        new_n = rng.choice([k for k in range(1, top + 1) if k != n])
+        suffix = {1: "st", 2: "nd", 3: "rd"}.get(new_n, "th")
+        step = _first_click(traj) if task != "find-word" else _first_type(traj)
+        text = re.sub(rf"\b{n}(st|nd|rd|th)\b", f"{new_n}{suffix}", u, count=1)
+        return None if text == u else Rewrite(text, step, f"{n} -> {new_n}{suffix}")
+    if task == "use-spinner":
+        old = fields.get("target", "")
+        try:
+            n = int(old)
+        except ValueError:
+            return None
+        new = str(n + rng.choice((-2, -1, 1, 2)))
+        return Rewrite(u.replace(f"Select {old} ", f"Select {new} ", 1), _first_click(traj), f"{old} -> {new}")
+    if task == "click-shades":
+        old = fields.get("target", "")
+        new = rng.choice([c for c in ("red", "green", "blue") if c != old])
+        return Rewrite(u.replace(old, new, 1), _first_click(traj), f"{old} -> {new}")
+    if task in ("social-media", "social-media-all", "social-media-some"):
+        old = fields.get("user", "")
+        new = _other(cands, {old}, rng)
+        return None if new is None else Rewrite(u.replace(old, new, 1), _first_step(
+            traj, lambda s: s.action_type in ("click", "move", "scroll")), f"user {old} -> {new}")
     if task == "use-autocomplete":
         start, end = fields.get("start", ""), fields.get("end", "")
         alt = [f for f in others if (f.get("start") or "")[:1].lower() not in ("", start[:1].lower())]

@@ -894,3 +894,39 @@ def open_for(traj: Trajectory, **kwargs: Any) -> FrameSource:
     src.path = traj.source_path
     src.per_step = True  # frame i is step i: the Session maps steps to frames by index, not by time
     return src
+
+
+def write_video(path: str | Path, frames: Sequence[np.ndarray], fps: int = 1,
+                repeats: Sequence[int] | None = None) -> None:
+    """Encode RGB frames as H.264 yuv420p MP4 at ``fps`` (PyAV, libx264).
+
+    Args:
+        frames: (H, W, 3) uint8 RGB frames of one size; width and height must be even (yuv420p).
+        repeats: how many consecutive video frames show each input frame (a screen recording that holds each
+            screen for as long as it was on screen); one each when None.
+    """
+    from fractions import Fraction
+
+    h, w = frames[0].shape[:2]
+    if h % 2 or w % 2:
+        raise VideoError(path, f"frame size {w}x{h} is odd; yuv420p needs even sizes")
+    reps = list(repeats) if repeats is not None else [1] * len(frames)
+    if len(reps) != len(frames) or any(r < 1 for r in reps):
+        raise VideoError(path, "repeats must give every frame at least one video frame")
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height = w, h
+        stream.pix_fmt = "yuv420p"
+        stream.time_base = Fraction(1, fps)
+        # Small files: GUI screens are static, so a long GOP and a moderate CRF cost nothing visible.
+        stream.options = {"crf": "26", "preset": "veryfast", "tune": "stillimage", "threads": "1"}
+        pts = 0
+        for rgb, n in zip(frames, reps, strict=True):
+            for _ in range(n):
+                vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+                vf.pts = pts
+                pts += 1
+                for packet in stream.encode(vf):
+                    container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)

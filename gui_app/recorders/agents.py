@@ -13,18 +13,16 @@ Clicks land at a random point inside the element (not its exact centre), as a hu
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gui_app.core.errors import RollscopeError
+from gui_app.recorders.page import EpisodeOver  # noqa: F401 (re-exported for callers of the first recorder)
 
 #: All mistake kinds, for reports.
 MISTAKE_TYPES = ("wrong_element", "typo", "swapped_fields", "wrong_text", "wrong_option", "missed_checkbox",
                  "extra_checkbox", "premature_stop", "wrong_then_recover", "missed_field", "wrong_order")
-
-
-class EpisodeOver(Exception):
-    """Raised by the page handle when the environment ended the episode; unwinds the agent."""
 
 
 class AgentError(RollscopeError):
@@ -62,6 +60,8 @@ class El:
 
 
 class Page(Protocol):
+    """What the recorder's session offers an agent (both agents use it; each reads the page its own way)."""
+
     n_steps: int
 
     def mark_deviation(self) -> None: ...
@@ -73,6 +73,11 @@ class Page(Protocol):
     def press(self, key: str, label: str = "", settle_ms: float = 40) -> None: ...
     def scroll(self, x: float, y: float, down: bool = True, label: str = "", settle_ms: float = 200) -> None: ...
     def wait(self, ms: float) -> None: ...
+    def move(self, x: float, y: float, label: str = "hover", settle_ms: float = 60, harmless: bool = True) -> None: ...
+    def wait_step(self, ms: float = 300, label: str = "wait") -> None: ...
+    def done_step(self, label: str = "done") -> None: ...
+    def execute(self, js: str, *args: Any) -> Any: ...
+    def mark_recovered(self) -> None: ...
 
 
 def typo(text: str, rng: random.Random) -> str:
@@ -177,6 +182,13 @@ class Agent:
         if deviation:
             self.deviate(deviation)
         self.page.type(text, label=label or _describe(el))
+
+    def submit_unless_stopping(self, selector: str = "#subbtn", label: str = "button:Submit") -> None:
+        """The final click, or (for a ``premature_stop`` mistake) none: the missing click is the departure."""
+        if self.mistake == "premature_stop":
+            self.deviate("premature_stop")
+            return
+        self.click_el(self.one(selector), label)
 
     def run(self) -> None:
         raise NotImplementedError
@@ -399,14 +411,14 @@ class ClickOption(Agent):
 
 
 class ClickCheckboxes(Agent):
-    """click-checkboxes: tick exactly the named boxes, then Submit."""
+    """click-checkboxes (-transfer): tick exactly the named boxes, then Submit."""
 
     MISTAKES = ("missed_checkbox", "extra_checkbox", "premature_stop", "wrong_then_recover")
     CANDIDATES = "#boxes label"
 
     def run(self) -> None:
         wanted = [v for k, v in sorted(self.fields.items()) if k.startswith("target")]
-        labels = self.all("#boxes label")
+        labels = self.all(self.CANDIDATES)
         targets = [l for l in labels if l.text in wanted]
         others = [l for l in labels if l.text not in wanted]
         plan = list(targets)
@@ -633,21 +645,718 @@ class EmailInbox(Agent):
             text = self.fields.get("message", "")
             self.type_into(self.one("#reply-text"), typo(text, self.rng) if typo_kind else text, "reply text",
                            deviation=typo_kind)
-            if self.mistake == "premature_stop":
-                self.deviate("premature_stop")
-                return
-            self.click_el(self.one("#send-reply"), "send")
+            self.submit_unless_stopping("#send-reply", "send")
         elif task == "forward":
             self.click_el(self.one("#email .email-forward"), "Forward", settle_ms=80)
             to = self.fields.get("to", "")
             self.type_into(self.one("#forward .forward-sender"), typo(to, self.rng) if typo_kind else to, "to field",
                            deviation=typo_kind)
-            if self.mistake == "premature_stop":
-                self.deviate("premature_stop")
-                return
-            self.click_el(self.one("#send-forward"), "send")
+            self.submit_unless_stopping("#send-forward", "send")
         else:
             raise AgentError(f"unknown email task {task!r}")
+
+
+# -- more tasks (the second batch: 40+ training task types and the held-out ones) --------------------------------
+_ORDINAL = re.compile(r"(\d+)")
+
+
+def _ordinal(value: str) -> int:
+    """'2nd' -> 1 (0-based); '1' -> 0."""
+    m = _ORDINAL.search(value or "")
+    if not m:
+        raise AgentError(f"no ordinal in {value!r}")
+    return int(m.group(1)) - 1
+
+
+class ClickCheckboxesLarge(ClickCheckboxes):
+    CANDIDATES = "#boxes-left label, #boxes-right label"
+
+
+class ClickTestTransfer(ClickAmong):
+    selector = CANDIDATES = "#area button"
+
+
+class UnicodeTest(ClickAmong):
+    selector = CANDIDATES = "#area button"
+
+
+class ClickColor(Agent):
+    """click-color: click the box of the named colour."""
+
+    MISTAKES = ("wrong_element",)
+
+    def candidates(self) -> list[str]:
+        return [str(e.data.get("color")) for e in self.page.query("#area .color") if e.data.get("color")]
+
+    def run(self) -> None:
+        want = self.fields.get("target", "")
+        boxes = self.all("#area .color")
+        target = next((b for b in boxes if b.data.get("color") == want), None)
+        if target is None:
+            raise AgentError(f"no {want!r} box")
+        others = [b for b in boxes if b.data.get("color") != want]
+        if self.mistake == "wrong_element" and others:
+            self.deviate("wrong_element")
+            target = self.rng.choice(others)
+        self.click_el(target, f"div:{target.data.get('color')} box")
+
+
+class ClickDialog2(Agent):
+    """click-dialog-2: click the dialog button named in the instruction (Cancel, OK or the x)."""
+
+    MISTAKES = ("wrong_element",)
+
+    def candidates(self) -> list[str]:
+        return ["Cancel", "OK", "x"]
+
+    def _button(self, name: str) -> El:
+        if name == "x":
+            return self.one("button.ui-dialog-titlebar-close")
+        return self.one(".ui-dialog-buttonset button", lambda e: e.text == name)
+
+    def run(self) -> None:
+        want = self.fields.get("target", "")
+        pick = want
+        if self.mistake == "wrong_element":
+            self.deviate("wrong_element")
+            pick = self.rng.choice([b for b in ("Cancel", "OK", "x") if b != want])
+        self.click_el(self._button(pick), f"button:{pick}")
+
+
+class ClickShades(Agent):
+    """click-shades: select every shade of the named colour, then Submit."""
+
+    MISTAKES = ("missed_checkbox", "extra_checkbox", "premature_stop", "wrong_then_recover")
+
+    def run(self) -> None:
+        want = self.fields.get("target", "")
+        spans = self.all("#area span")
+        good = [s for s in spans if s.data.get("color") == want]
+        bad = [s for s in spans if s.data.get("color") != want]
+        plan = list(good)
+        self.rng.shuffle(plan)
+        missed = False
+        if self.mistake == "missed_checkbox" and len(plan) > 1:
+            plan.pop()
+            missed = True
+        extra_at = self.rng.randint(0, len(plan)) if self.mistake in ("extra_checkbox", "wrong_then_recover") else None
+        for n in range(len(plan) + 1):
+            if extra_at is not None and n == extra_at and bad:
+                extra = self.rng.choice(bad)
+                self.deviate(self.mistake)
+                self.click_el(extra, f"span:{extra.data.get('color')} shade")
+                if self.mistake == "wrong_then_recover":
+                    self.click_el(extra, f"span:{extra.data.get('color')} shade (undo)")
+            if n < len(plan):
+                self.click_el(plan[n], f"span:{want} shade")
+        if self.mistake == "premature_stop":
+            self.deviate("premature_stop")
+            return
+        if missed:
+            self.deviate("missed_checkbox")
+        self.click_el(self.one("#area button"), "button:Submit")
+
+
+class _HiddenLinks(Agent):
+    """Tasks whose named link hides in one of several panels (tabs, accordion sections)."""
+
+    MISTAKES = ("wrong_element", "wrong_then_recover")
+
+    def candidates(self) -> list[str]:
+        return sorted({e.text for e in self.page.query("#area span.alink") if e.text})
+
+
+class ClickTab2(_HiddenLinks):
+    """click-tab-2 (-easy/-hard): open the tab holding the named link, click the link."""
+
+    def run(self) -> None:
+        want = self.fields.get("target", "")
+        panels = self.page.query("#area div[id^=tabs-]")
+        tabs = self.all("#area ul a")
+        # The panel with a *link* of that text (the same word may also be plain text elsewhere).
+        holder = next((i for i, p in enumerate(panels)
+                       if any(e.text == want for e in self.page.query(f"#{p.id} span.alink"))), None)
+        if holder is None:
+            raise AgentError(f"no tab holds {want!r}")
+        if self.mistake == "wrong_then_recover" and len(tabs) > 1:
+            wrong = self.rng.choice([i for i in range(len(tabs)) if i != holder])
+            self.deviate("wrong_then_recover")
+            self.click_el(tabs[wrong], f"a:{tabs[wrong].text}", settle_ms=120)
+        if not panels[holder].visible or self.mistake == "wrong_then_recover":
+            self.click_el(tabs[holder], f"a:{tabs[holder].text}", settle_ms=120)
+        links = [e for e in self.all("#area span.alink")]
+        target = next((e for e in links if e.text == want), None)
+        if target is None:
+            raise AgentError(f"link {want!r} not visible")
+        others = [e for e in links if e.text != want]
+        if self.mistake == "wrong_element" and others:
+            self.deviate("wrong_element")
+            target = min(others, key=lambda e: abs(e.cy - target.cy) + abs(e.cx - target.cx))
+        self.click_el(target, f"span:{target.text}")
+
+
+class FocusText2(Agent):
+    """focus-text-2: click into the n-th text box."""
+
+    MISTAKES = ("wrong_element",)
+
+    def run(self) -> None:
+        idx = _ordinal(self.fields.get("target", ""))
+        boxes = self.all("#area input")
+        target = boxes[idx]
+        if self.mistake == "wrong_element":
+            self.deviate("wrong_element")
+            target = boxes[(idx + self.rng.choice((1, 2))) % len(boxes)]
+        self.click_el(target, f"input:{target.id}")
+
+
+class IdentifyShape(Agent):
+    """identify-shape: click the button naming the drawn figure (rectangle, circle, triangle, letter, number)."""
+
+    MISTAKES = ("wrong_element",)
+
+    def candidates(self) -> list[str]:
+        return [e.text for e in self.page.query("#area-buttons button")]
+
+    def run(self) -> None:
+        shapes = [e for e in self.page.query("#area_svg > *") if e.tag != "defs"]
+        if not shapes:
+            raise AgentError("no figure drawn")
+        s = shapes[0]
+        kind = {"rect": "rectangle", "circle": "circle", "polygon": "triangle"}.get(s.tag)
+        if kind is None:
+            kind = "digit" if s.text.strip().isdigit() else "letter"
+        buttons = self.all("#area-buttons button")
+        target = next(b for b in buttons if b.data.get("type") == kind)
+        if self.mistake == "wrong_element":
+            self.deviate("wrong_element")
+            target = self.rng.choice([b for b in buttons if b.data.get("type") != kind])
+        self.click_el(target, f"button:{target.text}")
+
+
+class LoginUserPopup(LoginUser):
+    """login-user-popup: as login-user, dismissing the session pop-up (Cancel) when it appears."""
+
+    MISTAKES = ("typo", "swapped_fields", "premature_stop", "wrong_element")
+
+    def _dismiss(self, again: El) -> bool:
+        pops = self.all("#popup-cancel")
+        if not pops:
+            return False
+        if self.mistake == "wrong_element":
+            self.deviate("wrong_element")
+            self.click_el(self.one("#popup-ok"), "button:OK (pop-up)")
+            return True
+        self.click_el(pops[0], "button:Cancel (pop-up)")
+        self.click_el(again)
+        return True
+
+    def type_into(self, el: El, text: str, label: str = "", deviation: str | None = None) -> None:
+        self.click_el(el, label or _describe(el))
+        self._dismiss(el)
+        if deviation:
+            self.deviate(deviation)
+        self.page.type(text, label=label or _describe(el))
+
+    def run(self) -> None:
+        if self.mistake == "wrong_element" and not self._will_pop():
+            self.mistake = None  # no pop-up in this episode: nothing to get wrong
+        super().run()
+
+    def _will_pop(self) -> bool:
+        js = "return !!(jQuery._data(document.getElementById('username'), 'events') || {}).focus || " \
+             "!!(jQuery._data(document.getElementById('password'), 'events') || {}).focus;"
+        try:
+            return bool(self.page.execute(js))
+        except Exception:  # noqa: BLE001 (no jQuery event data: assume a pop-up may come)
+            return True
+
+
+class MultiLayouts(Agent):
+    """multi-layouts / multi-orderings: fill genre, director and year by their labels, then submit."""
+
+    MISTAKES = ("swapped_fields", "typo", "missed_field", "premature_stop")
+
+    # The label of each text field: the text of its row (a <p>, a table row, a .row/.field/.ui-entry block).
+    _LABELS_JS = """
+    return Array.from(document.querySelectorAll('#area input[type=text]')).map(function (i) {
+      var row = i.closest('p, tr, .row, .field, .ui-entry');
+      return row ? row.textContent.trim().toLowerCase() : '';
+    });
+    """
+
+    def _fields(self) -> dict[str, El]:
+        inputs = self.page.query("#area input[type=text]")
+        names = self.page.execute(self._LABELS_JS)
+        out: dict[str, El] = {}
+        for inp, name in zip(inputs, names, strict=True):
+            key = "genre" if "genre" in name else "year" if ("year" in name or "date" in name) else "director"
+            out[key] = inp
+        if len(out) != 3:
+            raise AgentError(f"cannot tell the fields apart: {names}")
+        return out
+
+    def run(self) -> None:
+        vals = {"genre": self.fields.get("genre", ""), "director": self.fields.get("director", ""),
+                "year": self.fields.get("year", "")}
+        boxes = self._fields()
+        order = sorted(boxes, key=lambda k: (boxes[k].y, boxes[k].x))
+        if self.mistake == "swapped_fields":
+            a, b = self.rng.sample(order, 2)
+            vals[a], vals[b] = vals[b], vals[a]
+        skip = self.rng.choice(order) if self.mistake == "missed_field" else None
+        bad = self.rng.choice(order) if self.mistake == "typo" else None
+        for k in order:
+            if k == skip:
+                continue
+            dev = None
+            if self.mistake == "swapped_fields" and vals[k] != self.fields.get(k if k != "director" else "director"):
+                dev = "swapped_fields"
+            text = vals[k]
+            if k == bad:
+                text, dev = typo(text, self.rng), "typo"
+            self.type_into(boxes[k], text, f"{k} field", deviation=dev)
+        if self.mistake == "premature_stop":
+            self.deviate("premature_stop")
+            return
+        if skip:
+            self.deviate("missed_field")
+        self.click_el(self.one("#area button, #area .final, #area .ui-submit"), "Submit")
+
+
+class ReadTable(Agent):
+    """read-table: type the value of the named row into the field, Submit."""
+
+    MISTAKES = ("wrong_text", "typo", "premature_stop")
+
+    def candidates(self) -> list[str]:
+        cells = self.page.query("#tab td")
+        return [cells[i].text for i in range(0, len(cells), 2)]
+
+    def run(self) -> None:
+        key = self.fields.get("target", "")
+        cells = self.all("#tab td")
+        rows = [(cells[i].text, cells[i + 1].text) for i in range(0, len(cells) - 1, 2)]
+        value = next((v for k, v in rows if k == key), None)
+        if value is None:
+            raise AgentError(f"no row {key!r}")
+        dev = None
+        if self.mistake == "wrong_text":
+            value, dev = self.rng.choice([v for k, v in rows if k != key]), "wrong_text"
+        elif self.mistake == "typo":
+            value, dev = typo(value, self.rng), "typo"
+        self.type_into(self.one("#tt"), value, "text field", deviation=dev)
+        self.submit_unless_stopping("#subbtn", "button:Submit")
+
+
+class SearchEngine(Agent):
+    """search-engine: search for the name, go to the result's page, click the n-th result."""
+
+    MISTAKES = ("wrong_element", "typo", "premature_stop")
+
+    def run(self) -> None:
+        query, rank = self.fields.get("query", ""), int(self.fields.get("rank", "1"))
+        text = typo(query, self.rng) if self.mistake == "typo" else query
+        self.type_into(self.one("#search-text"), text, "search field",
+                       deviation="typo" if self.mistake == "typo" else None)
+        self.click_el(self.one("#search"), "button:Search", settle_ms=150)
+        if self.mistake == "premature_stop":
+            self.deviate("premature_stop")
+            return
+        idx = rank - 1
+        if self.mistake == "wrong_element":
+            idx = idx + 1 if idx % 3 < 2 else idx - 1
+        page = idx // 3 + 1
+        if page > 1:
+            link = self.one("#pagination a", lambda e: e.text == str(page))
+            self.click_el(link, f"a:page {page}", settle_ms=150)
+        results = self.all("#page-content a")
+        if self.mistake == "wrong_element":
+            self.deviate("wrong_element")
+        self.click_el(results[idx % 3], f"a:{results[idx % 3].text}")
+
+
+class _TypeAnswer(Agent):
+    """A computed answer typed into a field, then Submit (simple-arithmetic, simple-algebra, find-word...)."""
+
+    MISTAKES = ("wrong_text", "typo", "premature_stop")
+    FIELD = "#math-answer"
+    SUBMIT = "#subbtn"
+
+    def answer(self) -> str:
+        raise NotImplementedError
+
+    def wrong_answer(self, right: str) -> str:
+        return str(int(right) + self.rng.choice((-1, 1, 2)))
+
+    def run(self) -> None:
+        right = self.answer()
+        text, dev = right, None
+        if self.mistake == "wrong_text":
+            text, dev = self.wrong_answer(right), "wrong_text"
+        elif self.mistake == "typo":
+            text, dev = typo(right, self.rng), "typo"
+        self.type_into(self.one(self.FIELD), text, "answer field", deviation=dev)
+        if self.mistake == "premature_stop":
+            self.deviate("premature_stop")
+            return
+        self.click_el(self.one(self.SUBMIT), "button:Submit")
+
+
+class SimpleArithmetic(_TypeAnswer):
+    def answer(self) -> str:
+        m = re.match(r"\s*(-?\d+)\s*([-+x])\s*(-?\d+)", self.one("#math-problem").text)
+        if not m:
+            raise AgentError("cannot read the problem")
+        a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+        return str(a + b if op == "+" else a - b if op == "-" else a * b)
+
+
+class SimpleAlgebra(_TypeAnswer):
+    def answer(self) -> str:
+        p = self.one("#math-problem").text.replace(" ", "")
+        m = re.match(r"x([-+])(\d+)=(-?\d+)", p)
+        if m:
+            d, r = int(m.group(2)), int(m.group(3))
+            return str(r - d if m.group(1) == "+" else r + d)
+        m = re.match(r"(\d+)([-+])x=(-?\d+)", p)
+        if not m:
+            raise AgentError(f"cannot read {p!r}")
+        d, r = int(m.group(1)), int(m.group(3))
+        return str(r - d if m.group(2) == "+" else d - r)
+
+
+class FindWord(_TypeAnswer):
+    FIELD = "#answer-input"
+
+    def answer(self) -> str:
+        words = self.one("#area p").text.split()
+        idx = _ordinal(self.fields.get("target", ""))
+        return re.sub(r"[^a-zA-Z]", "", words[idx])
+
+    def wrong_answer(self, right: str) -> str:
+        words = [re.sub(r"[^a-zA-Z]", "", w) for w in self.one("#area p").text.split()]
+        others = [w for w in words if w and w != right]
+        return self.rng.choice(others) if others else typo(right, self.rng)
+
+
+class TextTransform(_TypeAnswer):
+    MISTAKES = ("typo", "premature_stop")
+    FIELD = "#tt"
+
+    def answer(self) -> str:
+        return "".join(e.text for e in self.page.query("#captcha span"))
+
+
+class EnterTextDynamic(EnterText):
+    MISTAKES = ("typo", "premature_stop")
+
+
+class UseSpinner(Agent):
+    """use-spinner: click the spinner's arrows until it shows the number, then Submit."""
+
+    MISTAKES = ("wrong_option", "premature_stop")
+
+    def run(self) -> None:
+        want = int(self.fields.get("target", "0"))
+        n = want + (self.rng.choice((-1, 1)) if self.mistake == "wrong_option" else 0)
+        arrow = self.one(".ui-spinner-up" if n > 0 else ".ui-spinner-down")
+        for k in range(abs(n)):
+            if self.mistake == "wrong_option" and k == abs(n) - 1 and abs(n) > abs(want):
+                self.deviate("wrong_option")
+            self.click_el(arrow, "spinner up" if n > 0 else "spinner down", settle_ms=30)
+        if self.mistake == "wrong_option" and abs(n) < abs(want):
+            self.deviate("wrong_option")  # stops one short: the Submit is the departure
+        self.submit_unless_stopping("#subbtn", "button:Submit")
+
+
+class CopyPaste(Agent):
+    """copy-paste / copy-paste-2: select all in the text area, copy, paste into the input, Submit."""
+
+    MISTAKES = ("wrong_element", "typo", "premature_stop")
+
+    def source(self) -> El:
+        return self.one("#to-copy")
+
+    def other_source(self) -> El | None:
+        return None
+
+    def run(self) -> None:
+        src = self.source()
+        if self.mistake == "wrong_element":
+            alt = self.other_source()
+            if alt is not None:
+                self.deviate("wrong_element")
+                src = alt
+        dst = self.one("#answer-input")
+        if self.mistake == "typo":
+            # Retypes the text instead of pasting it, and slips.
+            self.type_into(dst, typo((src.value or "").strip() or "x", self.rng), "answer field", deviation="typo")
+        else:
+            self.click_el(src, "text area")
+            self.page.press("C-a", label="select all")
+            self.page.press("C-c", label="copy")
+            self.click_el(dst, "answer field")
+            self.page.press("C-v", label="paste")
+        self.submit_unless_stopping("#subbtn", "button:Submit")
+
+
+class CopyPaste2(CopyPaste):
+    def source(self) -> El:
+        return self.one(f"#text-{_ordinal(self.fields.get('target', '1')) + 1}")
+
+    def other_source(self) -> El | None:
+        n = _ordinal(self.fields.get("target", "1")) + 1
+        return self.one(f"#text-{self.rng.choice([i for i in (1, 2, 3) if i != n])}")
+
+
+class Terminal(Agent):
+    """terminal: list the files (ls), delete one with the asked extension (rm NAME)."""
+
+    MISTAKES = ("wrong_element", "typo")
+
+    def run(self) -> None:
+        m = re.search(r"extension \.(\S+)", self.utterance)
+        ext = m.group(1) if m else ""
+        self.click_el(self.one("#terminal"), "terminal")
+        self.page.type("ls", label="terminal")
+        self.page.press("<Enter>", label="terminal", settle_ms=80)
+        files = " ".join(o.text for o in self.page.query(".terminal-output .output")).split()
+        good = [f for f in files if (f.endswith("." + ext) if ext else "." not in f)]
+        bad = [f for f in files if f not in good]
+        if not good:
+            raise AgentError(f"no file ending {ext!r} in {files}")
+        name = self.rng.choice(good)
+        if self.mistake == "wrong_element" and bad:
+            self.deviate("wrong_element")
+            name = self.rng.choice(bad)
+        elif self.mistake == "typo":
+            self.deviate("typo")
+            name = typo(name, self.rng)
+        self.page.type(f"rm {name}", label="terminal")
+        self.page.press("<Enter>", label="terminal", settle_ms=80)
+
+
+# -- held-out task types (recorded for evaluation only) -----------------------------------------------------------
+class ClickCollapsible(Agent):
+    """click-collapsible: expand the section, click Submit."""
+
+    MISTAKES = ("missed_field", "premature_stop")
+
+    def run(self) -> None:
+        header = self.one("#area h3")
+        if self.mistake == "missed_field":
+            self.deviate("missed_field")
+        else:
+            self.click_el(header, f"h3:{header.text}", settle_ms=450)  # the accordion animates open
+        self.submit_unless_stopping("#subbtn", "button:Submit")
+
+
+class ClickCollapsible2(_HiddenLinks):
+    """click-collapsible-2: expand the section holding the named link, click it."""
+
+    def run(self) -> None:
+        want = self.fields.get("target", "")
+        heads = self.all("#area h3")
+        panels = self.page.query("#area div.ui-accordion-content")
+        links = [[e.text for e in self.page.query(f"#{p.id} span.alink")] for p in panels]
+        holder = next((i for i, names in enumerate(links) if want in names), None)
+        if holder is None:
+            raise AgentError(f"no section holds {want!r}")
+        if self.mistake == "wrong_then_recover" and len(heads) > 1:
+            self.deviate("wrong_then_recover")
+            w = self.rng.choice([i for i in range(len(heads)) if i != holder])
+            self.click_el(heads[w], f"h3:{heads[w].text}", settle_ms=450)
+        heads = self.all("#area h3")
+        if not panels[holder].visible or self.mistake == "wrong_then_recover":
+            self.click_el(heads[holder], f"h3:{heads[holder].text}", settle_ms=450)
+        links = self.all("#area span.alink")
+        target = next((e for e in links if e.text == want), None)
+        if target is None:
+            raise AgentError(f"link {want!r} not visible")
+        others = [e for e in links if e.text != want]
+        if self.mistake == "wrong_element" and others:
+            self.deviate("wrong_element")
+            target = self.rng.choice(others)
+        self.click_el(target, f"span:{target.text}")
+
+
+class EnterDate(Agent):
+    """enter-date: type the date into the date field (month, day, year), Submit."""
+
+    MISTAKES = ("typo", "wrong_text", "premature_stop")
+
+    def run(self) -> None:
+        m = re.search(r"(\d\d)/(\d\d)/(\d{4})", self.utterance)
+        if not m:
+            raise AgentError("no date in the instruction")
+        mm, dd, yyyy = m.groups()
+        dev = None
+        if self.mistake == "wrong_text" and mm != dd and int(dd) <= 12:
+            mm, dd, dev = dd, mm, "wrong_text"  # day and month swapped
+        elif self.mistake in ("typo", "wrong_text"):
+            yyyy, dev = str(int(yyyy) + self.rng.choice((-1, 1))), self.mistake
+        box = self.one("#tt")
+        self.page.click(box.x + 8, box.cy, "date field (month)")
+        if dev:
+            self.deviate(dev)
+        self.page.type(f"{mm}{dd}{yyyy}", label="date field")
+        self.submit_unless_stopping("#subbtn", "button:Submit")
+
+
+class EnterTime(Agent):
+    """enter-time: type hours, minutes and AM/PM into the time field, Submit."""
+
+    MISTAKES = ("wrong_text", "typo", "premature_stop")
+
+    def run(self) -> None:
+        m = re.search(r"(\d+):(\d\d)\s*([AP]M)", self.utterance)
+        if not m:
+            raise AgentError("no time in the instruction")
+        hh, mi, ap = int(m.group(1)), m.group(2), m.group(3)
+        dev = None
+        if self.mistake == "wrong_text":
+            ap, dev = ("AM" if ap == "PM" else "PM"), "wrong_text"
+        elif self.mistake == "typo":
+            mi, dev = f"{(int(mi) + self.rng.choice((1, 10))) % 60:02d}", "typo"
+        box = self.one("#tt")
+        self.page.click(box.x + 8, box.cy, "time field (hours)")
+        if dev:
+            self.deviate(dev)
+        self.page.type(f"{hh:02d}{mi}{ap[0]}", label="time field")
+        self.submit_unless_stopping("#subbtn", "button:Submit")
+
+
+class GridCoordinate(Agent):
+    """grid-coordinate: click the grid point with the named coordinates."""
+
+    MISTAKES = ("wrong_element",)
+
+    def run(self) -> None:
+        want = f"({self.fields.get('x', '')},{self.fields.get('y', '')})"
+        dots = self.all("#area circle")
+        target = next((d for d in dots if d.id == want), None)
+        if target is None:
+            raise AgentError(f"no grid point {want}")
+        if self.mistake == "wrong_element":
+            self.deviate("wrong_element")
+            target = min((d for d in dots if d.id != want), key=lambda d: abs(d.cx - target.cx) + abs(d.cy - target.cy))
+        self.click_el(target, f"circle:{target.id}")
+
+
+class _Social(Agent):
+    """Shared reading of the social-media feed: posts, their users, their buttons, scrolling to them."""
+
+    ACTION_CLASS = {"Reply": "reply", "Retweet": "retweet", "Like": "like", "Share": "share"}
+    TOP, BOTTOM = 52.0, 205.0
+
+    def candidates(self) -> list[str]:
+        return sorted({e.text for e in self.page.query("#area .media .username") if e.text})
+
+    def posts(self) -> list[tuple[El, str]]:
+        media = self.page.query("#area .media")
+        users = self.page.query("#area .media .username")
+        return list(zip(media, [u.text for u in users], strict=False))
+
+    def control(self, post_index: int, cls: str) -> El:
+        els = self.page.query(f"#area .media .{cls}")  # one per post, in feed order
+        if post_index >= len(els):
+            raise AgentError(f"no .{cls} in post {post_index}")
+        return els[post_index]
+
+    def click_icon(self, el: El, label: str) -> None:
+        """Hover, then click: the feed's icons swap their picture on hover, and a click arriving with the pointer
+        is lost."""
+        self.page.move(el.cx, el.cy, f"hover {label}", settle_ms=250, harmless=False)
+        self.click_el(el, label, settle_ms=80)
+
+    def reach(self, post_index: int, cls: str) -> El:
+        """Scroll the feed until the post's control is inside the visible band."""
+        for _ in range(12):
+            el = self.control(post_index, cls)
+            if self.TOP <= el.y and el.y + el.h <= self.BOTTOM:
+                return el
+            area = self.one("#area")
+            self.page.scroll(area.cx + self.rng.uniform(-20, 20), min(area.cy, 150) + self.rng.uniform(-10, 10),
+                             down=el.y > self.TOP, label="feed")
+        raise AgentError(f"could not scroll to post {post_index}")
+
+
+class SocialMedia(_Social):
+    """social-media: click the named button (or menu entry) on the post of the named user."""
+
+    MISTAKES = ("wrong_element", "wrong_option")
+    MENU = {"Share via DM": "share", "Copy link to Tweet": "copy", "Embed Tweet": "embed", "Mute": "menu-user",
+            "Block": "block-user", "Report": "report"}
+
+    def run(self) -> None:
+        user, button = self.fields.get("user", ""), self.fields.get("button", "")
+        posts = self.posts()
+        idx = next((i for i, (_, u) in enumerate(posts) if u == user), None)
+        if idx is None:
+            raise AgentError(f"no post by {user!r}")
+        if self.mistake == "wrong_element":
+            others = [i for i, (_, u) in enumerate(posts) if u != user]
+            if others:
+                self.deviate("wrong_element")
+                idx = min(others, key=lambda i: abs(i - idx))
+        if self.mistake == "wrong_option":
+            pool = [b for b in list(self.ACTION_CLASS)[:3] + list(self.MENU) if b != button]
+            self.deviate("wrong_option")
+            button = self.rng.choice(pool)
+        if button in self.MENU:
+            self.click_icon(self.reach(idx, "more"), "more menu")
+            item = self.reach(idx, self.MENU[button])
+            self.click_el(item, f"li:{button}")
+        else:
+            self.click_icon(self.reach(idx, self.ACTION_CLASS[button]), f"span:{button} of {posts[idx][1]}")
+
+
+class SocialMediaAll(_Social):
+    """social-media-all / -some: click the button on all (or N) posts of the user, then Submit."""
+
+    MISTAKES = ("missed_checkbox", "extra_checkbox", "premature_stop")
+
+    def how_many(self, n_posts: int) -> int:
+        return n_posts
+
+    def run(self) -> None:
+        user, button = self.fields.get("user", ""), self.fields.get("button", "")
+        cls = self.ACTION_CLASS.get(button, button.lower())
+        posts = self.posts()
+        mine = [i for i, (_, u) in enumerate(posts) if u == user]
+        others = [i for i, (_, u) in enumerate(posts) if u != user]
+        plan = mine[:self.how_many(len(mine))]
+        missed = False
+        if self.mistake == "missed_checkbox" and len(plan) > 1:
+            plan = plan[:-1]
+            missed = True
+        extra = self.rng.choice(others) if self.mistake == "extra_checkbox" and others else None
+        for i in sorted(plan + ([extra] if extra is not None else [])):
+            if i == extra:
+                self.deviate("extra_checkbox")
+            self.click_icon(self.reach(i, cls), f"span:{button} of {posts[i][1]}")
+        if self.mistake == "premature_stop":
+            self.deviate("premature_stop")
+            return
+        if missed:
+            self.deviate("missed_checkbox")
+        for _ in range(12):
+            sub = self.all("#submitRow button")
+            if sub and sub[0].y + sub[0].h <= self.BOTTOM:
+                break
+            area = self.one("#area")
+            self.page.scroll(area.cx, min(area.cy, 150), down=True, label="feed")
+        self.click_el(self.one("#submitRow button"), "button:Submit")
+
+
+class SocialMediaSome(SocialMediaAll):
+    def how_many(self, n_posts: int) -> int:
+        return min(n_posts, int(self.fields.get("amount", "1")))
+
+
+EMAIL_TASKS = ("email-inbox", "email-inbox-delete", "email-inbox-forward", "email-inbox-reply",
+               "email-inbox-star-reply", "email-inbox-noscroll", "email-inbox-important")
 
 
 AGENTS: dict[str, type[Agent]] = {
@@ -669,11 +1378,46 @@ AGENTS: dict[str, type[Agent]] = {
     "login-user": LoginUser,
     "use-autocomplete": UseAutocomplete,
     "navigate-tree": NavigateTree,
-    "email-inbox": EmailInbox,
+    **{t: EmailInbox for t in EMAIL_TASKS},
+    "click-checkboxes-large": ClickCheckboxesLarge,
+    "click-checkboxes-transfer": ClickCheckboxes,
+    "click-color": ClickColor,
+    "click-dialog-2": ClickDialog2,
+    "click-shades": ClickShades,
+    "click-tab-2": ClickTab2,
+    "click-tab-2-easy": ClickTab2,
+    "click-tab-2-hard": ClickTab2,
+    "click-test-transfer": ClickTestTransfer,
+    "copy-paste": CopyPaste,
+    "copy-paste-2": CopyPaste2,
+    "enter-text-dynamic": EnterTextDynamic,
+    "find-word": FindWord,
+    "focus-text-2": FocusText2,
+    "identify-shape": IdentifyShape,
+    "login-user-popup": LoginUserPopup,
+    "multi-layouts": MultiLayouts,
+    "multi-orderings": MultiLayouts,
+    "read-table": ReadTable,
+    "search-engine": SearchEngine,
+    "simple-algebra": SimpleAlgebra,
+    "simple-arithmetic": SimpleArithmetic,
+    "terminal": Terminal,
+    "text-transform": TextTransform,
+    "unicode-test": UnicodeTest,
+    "use-spinner": UseSpinner,
+    # held-out task types (evaluation only)
+    "click-collapsible": ClickCollapsible,
+    "click-collapsible-2": ClickCollapsible2,
+    "enter-date": EnterDate,
+    "enter-time": EnterTime,
+    "grid-coordinate": GridCoordinate,
+    "social-media": SocialMedia,
+    "social-media-all": SocialMediaAll,
+    "social-media-some": SocialMediaSome,
 }
 
 
-def mistake_for(task: str, rng: random.Random) -> str | None:
+def mistake_for(task: str, rng: random.Random) -> str | None:  # noqa: D103 (agent A's; see registry.mistake_for)
     """A mistake this task's agent can make, drawn uniformly."""
     kinds = AGENTS[task].MISTAKES
     return rng.choice(kinds) if kinds else None

@@ -1,19 +1,24 @@
 """Record real MiniWoB++ episodes in headless Chromium, like a screen recorder would.
 
 One :class:`MiniWoBRecorder` drives one browser (one MiniWoB task at a time). An episode is played by a scripted
-agent (:mod:`gui_app.recorders.agents`) through real MiniWoB actions (coordinate clicks, typed text, key
-presses, wheel scrolls); after every action the task area is captured at ``scale`` (320x420 for the 160x210 task
-area at scale 2) with the mouse cursor drawn where the pointer is. The result is a native trajectory directory:
+agent (agent A, :mod:`gui_app.recorders.agents`, or agent B, :mod:`gui_app.recorders.agent_b`) through real
+MiniWoB actions (coordinate clicks, pointer moves, typed text, key presses, wheel scrolls); after every action the
+task area is captured in the episode's recording style (:mod:`gui_app.recorders.styles`: device scale, fonts and
+colours injected as CSS, a pointer from an installed X cursor theme or none, margins, border, resize). The result
+is a native trajectory directory:
 
 - ``video.mp4``: H.264 (yuv420p), one keyframe per second; frame 0 is the initial screen and frame k+1 the screen
   after action k;
-- ``frames/initial.png`` (frame 0) and ``frames/step_KKK.png`` (frame k+1, the screenshot of step k);
+- ``frames/initial.png`` (frame 0) and ``frames/step_KKK.png`` (frame k+1, the screenshot of step k); with
+  ``keep_clean`` also ``frames/clean/`` (the same screens without the pointer, as a screenshot API takes them);
 - ``trajectory.json`` with step k spanning ``[k, k+1]`` seconds and the environment's own outcome.
 
 Why the page is patched: MiniWoB paints a black "START" cover over the task the moment an episode ends, and shows
 the last reward and an episode counter to the right of the task. The cover would give the outcome away in the last
 frame, so it is kept hidden while we record (the page is reloaded at every reset anyway); the reward display lies
-outside the captured 160x210 task area (see :data:`TASK_CLIP`).
+outside the captured task area (see :data:`TASK_CLIP`) and is hidden by every non-plain style (whose margins may
+reach it). The episode timer is lengthened (:data:`TIME_LIMIT_MS`): on a busy machine the capture after each
+action, not the agent, would otherwise run the clock out.
 """
 
 from __future__ import annotations
@@ -27,26 +32,34 @@ import random
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gui_app.core.errors import RollscopeError
-from gui_app.core.pointer import draw_cursor
-from gui_app.recorders.agents import AGENTS, Agent, El, EpisodeOver, mistake_for
+from gui_app.core.pointer import cursor_sprite
+from gui_app.recorders import registry
+from gui_app.recorders.agents import El
+from gui_app.recorders.page import EpisodeOver
+from gui_app.recorders.styles import POINTER_ROLE_JS, Style, apply_style, sample_style
 
 log = logging.getLogger(__name__)
 
 TASK_W, TASK_H = 160, 210
 #: The captured region of the page, in CSS pixels: exactly the task area (the reward display starts at x=165).
 TASK_CLIP = (0, 0, TASK_W, TASK_H)
-AGENT_NAME = "scripted-v1"
-MAX_STEPS = 24
-#: Share of episodes with one harmless extra action (a hover, a click on the instruction text) before a click:
-#: other agents have other habits, and a successful run is not always the shortest one.
+AGENT_NAME = registry.AGENT_NAMES["A"]
+#: A safety cap on one episode's steps (agent B scrolls a long feed one wheel notch at a time).
+MAX_STEPS = 60
+#: Share of agent A's episodes with one harmless extra action (a hover, a click on the instruction text) before a
+#: click: other agents have other habits, and a successful run is not always the shortest one.
 DAWDLE_RATE = 0.2
+#: The episode's clock, in ms (MiniWoB's own is 10-30 s; captures on a busy machine take part of it).
+TIME_LIMIT_MS = 90_000
+LAYOUTS = ("native", "osworld", "both")
 
 #: Flags without which headless Chromium stalls here (no network, no GPU, small /dev/shm).
 CHROME_FLAGS = (
@@ -62,8 +75,9 @@ CHROME_FLAGS = (
     "--window-size=500,500",
 )
 
-# Keep the end-of-episode cover hidden: MiniWoB's endEpisode() calls startEpisode(), which shows it.
-_HIDE_COVER_JS = """
+# Keep the end-of-episode cover hidden (MiniWoB's endEpisode() calls startEpisode(), which shows it) and give the
+# episode a longer clock (the timeout MiniWoB set at reset is replaced).
+_PREPARE_JS = """
 if (!core.__rollscopeStart) {
   core.__rollscopeStart = core.startEpisode;
   core.startEpisode = function () {
@@ -71,6 +85,13 @@ if (!core.__rollscopeStart) {
     if (core.cover_div) { core.cover_div.style.display = 'none'; }
   };
 }
+var limit = arguments[0];
+if (core.EP_TIMER !== null && core.EPISODE_MAX_TIME < limit) {
+  clearTimeout(core.EP_TIMER);
+  core.EPISODE_MAX_TIME = limit;
+  core.EP_TIMER = setTimeout(function () { core.endEpisode(-1, false, 'timed out'); }, limit);
+}
+return core.EPISODE_MAX_TIME;
 """
 
 # Rectangles and state of the elements matching a CSS selector (CSS pixels of the page). ``pts`` are grid points
@@ -104,7 +125,7 @@ document.querySelectorAll(arguments[0]).forEach(function (e, i) {
   var vis = r.width > 0 && r.height > 0 && st.visibility !== 'hidden' && st.display !== 'none';
   out.push({i: i, x: r.left, y: r.top, w: r.width, h: r.height, visible: vis,
             text: (e.innerText || e.textContent || '').trim(), all_text: e.textContent || '', value: (e.value === undefined ? null : String(e.value)),
-            checked: !!e.checked, id: e.id || '', cls: (typeof e.className === 'string') ? e.className : '',
+            checked: !!e.checked, id: e.id || '', cls: (typeof e.className === 'string') ? e.className : (e.getAttribute('class') || ''),
             tag: e.tagName.toLowerCase(), data: Object.assign({}, e.dataset),
             href: e.getAttribute('href'), pts: vis ? clickable(e, r) : []});
 });
@@ -117,21 +138,20 @@ class CollectError(RollscopeError):
 
 
 @contextlib.contextmanager
-def _chrome_options(scale: int) -> Iterator[None]:
-    """Make the ChromeOptions object that miniwob creates carry our flags and the device scale factor.
+def _chrome_options() -> Iterator[None]:
+    """Make the ChromeOptions object that miniwob creates carry our flags.
 
     miniwob builds ``webdriver.ChromeOptions()`` itself and adds only its own flags, so we substitute a subclass
-    for the duration of the driver start.
+    for the duration of the driver start. The device scale factor is not a flag: it is set per episode through the
+    DevTools protocol (:meth:`MiniWoBRecorder.set_scale`), so one browser records every style.
     """
     import miniwob.selenium_instance as si
     from selenium.webdriver import ChromeOptions
 
-    flags = (*CHROME_FLAGS, f"--force-device-scale-factor={scale}")
-
     class RollscopeChromeOptions(ChromeOptions):
         def __init__(self) -> None:
             super().__init__()
-            for f in flags:
+            for f in CHROME_FLAGS:
                 self.add_argument(f)
 
     original = si.webdriver.ChromeOptions
@@ -147,6 +167,36 @@ def _ensure_chrome_env() -> None:
                          ("MINIWOB_CHROMEDRIVER", "/usr/bin/chromedriver")):
         if not os.environ.get(var) and Path(default).exists():
             os.environ[var] = default
+
+
+def _hex_rgb(colour: str) -> tuple[int, int, int]:
+    c = colour.lstrip("#")
+    if len(c) == 3:
+        c = "".join(ch * 2 for ch in c)
+    return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)
+
+
+@dataclass
+class Geometry:
+    """How CSS pixels of the page map to pixels of a recorded frame under a style."""
+
+    dsf: float
+    pad: int
+    resize: float
+    width: int  # final frame size (even)
+    height: int
+    capture_w: int  # CSS px captured
+    capture_h: int
+
+    @classmethod
+    def of(cls, style: Style) -> "Geometry":
+        cw, ch = TASK_W + style.margin, TASK_H + style.margin
+        w = round((round(cw * style.dsf) + 2 * style.pad) * style.resize)
+        h = round((round(ch * style.dsf) + 2 * style.pad) * style.resize)
+        return cls(style.dsf, style.pad, style.resize, w + w % 2, h + h % 2, cw, ch)
+
+    def to_frame(self, x: float, y: float) -> tuple[float, float]:
+        return (x * self.dsf + self.pad) * self.resize, (y * self.dsf + self.pad) * self.resize
 
 
 @dataclass
@@ -166,6 +216,8 @@ class EpisodeResult:
     skipped: bool = False
     clean_failure: bool = False  # no mistake injected and still failed: an agent weakness, counted in reports
     error: str | None = None
+    agent: str = "A"
+    style_family: str = "plain"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -174,16 +226,21 @@ class MiniWoBRecorder:
 
     Args:
         task: MiniWoB task name (``click-test``, ``login-user``, ...).
-        scale: device scale factor of the capture (2 gives 320x420 frames).
+        scale: device scale factor of the plain style (2 gives 320x420 frames).
     """
 
     def __init__(self, task: str, scale: int = 2):
-        if task not in AGENTS:
-            raise CollectError(f"no scripted agent for MiniWoB task {task!r} (known: {', '.join(sorted(AGENTS))})")
+        if task not in registry.ALL_TASKS:
+            raise CollectError(f"no scripted agent for MiniWoB task {task!r} "
+                               f"(known: {', '.join(sorted(registry.ALL_TASKS))})")
         self.task = task
         self.scale = int(scale)
         self.env: Any = None
         self.pointer = (TASK_W / 2, TASK_H / 2)
+        self.style: Style = replace(Style(), dsf=float(self.scale))
+        self.geom = Geometry.of(self.style)
+        self._dsf_set: float | None = None
+        self.last_clean: np.ndarray | None = None
 
     # -- browser lifecycle ---------------------------------------------------------------------------------
     def start(self) -> "MiniWoBRecorder":
@@ -192,7 +249,7 @@ class MiniWoBRecorder:
         import miniwob  # noqa: F401  (registers the miniwob/* environments)
 
         try:
-            with _chrome_options(self.scale):
+            with _chrome_options():
                 # refresh_freq=1: the page is reloaded at every reset, so nothing (an autocomplete popup, a
                 # scrolled list) survives from one episode into the next.
                 self.env = gym.make(f"miniwob/{self.task}-v1", render_mode=None, refresh_freq=1)
@@ -216,6 +273,12 @@ class MiniWoBRecorder:
     def driver(self) -> Any:
         return self.env.unwrapped.instance.driver
 
+    def set_scale(self, dsf: float) -> None:
+        """Render the page at device scale factor ``dsf`` (DevTools ``Emulation.setDeviceMetricsOverride``)."""
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                    {"width": 500, "height": 500, "deviceScaleFactor": float(dsf), "mobile": False})
+        self._dsf_set = float(dsf)
+
     # -- page access -----------------------------------------------------------------------------------------
     def query(self, selector: str) -> list[El]:
         """Elements matching ``selector`` with their rectangles (CSS pixels) and state."""
@@ -226,23 +289,68 @@ class MiniWoBRecorder:
         return self.env.unwrapped.instance.get_metadata()
 
     def capture(self) -> np.ndarray:
-        """The task area as an (H, W, 3) uint8 RGB array at ``scale``, cursor drawn at the pointer."""
+        """The captured area as an (H, W, 3) uint8 RGB frame in the current style, pointer drawn if it has one.
+
+        The screen without the pointer is kept in :attr:`last_clean` (what a screenshot API would have saved).
+        """
         import cv2
 
-        x, y, w, h = TASK_CLIP
+        st, g = self.style, self.geom
         shot = self.driver.execute_cdp_cmd(
             "Page.captureScreenshot",
-            {"format": "png", "clip": {"x": x, "y": y, "width": w, "height": h, "scale": 1}})
+            {"format": "png", "clip": {"x": 0, "y": 0, "width": g.capture_w, "height": g.capture_h, "scale": 1}})
         buf = np.frombuffer(base64.b64decode(shot["data"]), dtype=np.uint8)
-        bgr = cv2.imdecode(buf, cv2.IMREAD_COLOR)
-        frame = np.ascontiguousarray(bgr[:, :, ::-1])
-        if frame.shape[:2] != (h * self.scale, w * self.scale):
-            frame = cv2.resize(frame, (w * self.scale, h * self.scale), interpolation=cv2.INTER_AREA)
-        return draw_cursor(frame, self.pointer[0] * self.scale, self.pointer[1] * self.scale, self.scale)
+        frame = np.ascontiguousarray(cv2.imdecode(buf, cv2.IMREAD_COLOR)[:, :, ::-1])
+        want = (round(g.capture_h * g.dsf), round(g.capture_w * g.dsf))
+        if frame.shape[:2] != want:  # fractional scale factors round either way
+            frame = cv2.resize(frame, (want[1], want[0]), interpolation=cv2.INTER_AREA)
+        clean = self._frame_out(frame.copy())
+        if st.pointer is not None:
+            self._draw_pointer(frame)
+            frame = self._frame_out(frame)
+        else:
+            frame = clean
+        self.last_clean = clean
+        return frame
+
+    def _frame_out(self, frame: np.ndarray) -> np.ndarray:
+        """Border, resize and even size: screen pixels -> recorded frame."""
+        import cv2
+
+        st, g = self.style, self.geom
+        if st.pad:
+            frame = cv2.copyMakeBorder(frame, st.pad, st.pad, st.pad, st.pad, cv2.BORDER_CONSTANT,
+                                       value=_hex_rgb(st.pad_colour))
+        if st.resize != 1.0:
+            h, w = frame.shape[:2]
+            frame = cv2.resize(frame, (round(w * st.resize), round(h * st.resize)), interpolation=cv2.INTER_AREA)
+        h, w = frame.shape[:2]
+        if (h, w) != (g.height, g.width):
+            frame = cv2.copyMakeBorder(frame, 0, g.height - h, 0, g.width - w, cv2.BORDER_REPLICATE)
+        return np.ascontiguousarray(frame)
+
+    def _draw_pointer(self, frame: np.ndarray) -> None:
+        """The pointer at the agent's position, as the page asks for it (arrow, hand over links, I-beam on text)."""
+        from gui_app.recorders.xcursor import cursor_image, draw_image
+
+        st = self.style
+        x, y = self.pointer
+        px, py = x * st.dsf, y * st.dsf
+        if st.pointer == "builtin":
+            from gui_app.core.pointer import draw_cursor
+
+            scale = max(1, round(st.pointer_size * st.dsf / len(cursor_sprite(1)[0])))
+            draw_cursor(frame, px, py, scale)
+            return
+        role = self.driver.execute_script(POINTER_ROLE_JS, x, y)
+        img = cursor_image(st.pointer, role if role in ("arrow", "hand", "text") else "arrow",
+                           max(8, round(st.pointer_size * st.dsf)))
+        draw_image(frame, img, px, py)
 
     # -- one episode -----------------------------------------------------------------------------------------
     def record(self, seed: int, episode: int, out_dir: str | Path, mistake: str | None = None,
-               rng: random.Random | None = None) -> EpisodeResult:
+               rng: random.Random | None = None, style: Style | None = None, agent: str = "A",
+               keep_clean: bool = False) -> EpisodeResult:
         """Play and record one episode into ``out_dir`` (written atomically: a temp dir renamed at the end).
 
         Args:
@@ -250,25 +358,38 @@ class MiniWoBRecorder:
             episode: the episode number within the collection (metadata only).
             mistake: the mistake the agent makes (one of its ``MISTAKES``) or None for a clean run.
             rng: randomness of the agent (click jitter, typo positions); seeded from ``seed`` when None.
+            style: the recording style (default: the plain look at this recorder's scale).
+            agent: ``A`` (scripted-v1) or ``B`` (scripted-v2).
+            keep_clean: also write the frames without the pointer (``frames/clean/``) for screenshot layouts.
         """
         from miniwob.selenium_actions import execute_move_coords
 
         t0 = time.time()
+        started = datetime.now(timezone.utc)
         rng = rng or random.Random(seed)
+        agents = registry.AGENTS.get(agent)
+        if agents is None or self.task not in agents:
+            raise CollectError(f"agent {agent!r} has no script for {self.task}")
         out_dir = Path(out_dir)
         obs, _info = self.env.reset(seed=seed, options={"record_screenshots": False})
-        self.driver.execute_script(_HIDE_COVER_JS)
+        limit = self.driver.execute_script(_PREPARE_JS, TIME_LIMIT_MS)
+        self.style = replace(style) if style is not None else replace(Style(), dsf=float(self.scale))
+        if self._dsf_set != self.style.dsf:
+            self.set_scale(self.style.dsf)
+        self.style = apply_style(self.driver, self.style)
+        self.geom = Geometry.of(self.style)
         utterance = str(obs["utterance"])
         fields = {str(k): str(v) for k, v in obs["fields"]}
         # The pointer rests somewhere in the task area before the first action, as on a real screen.
         self.pointer = (rng.uniform(20, TASK_W - 20), rng.uniform(60, TASK_H - 20))
         execute_move_coords(self.pointer[0], self.pointer[1], self.driver)
         frames = [self.capture()]
-        session = _Session(self, rng, t0, dawdle=rng.random() < DAWDLE_RATE)
-        agent: Agent = AGENTS[self.task](session, utterance, fields, mistake, rng)
-        candidates = agent.candidates()
+        cleans = [self.last_clean]
+        session = _Session(self, rng, t0, dawdle=agent == "A" and rng.random() < DAWDLE_RATE)
+        bot = agents[self.task](session, utterance, fields, mistake, rng)
+        candidates = bot.candidates()
         try:
-            agent.run()
+            bot.run()
         except EpisodeOver:
             pass
         meta = self.env_metadata()
@@ -280,26 +401,38 @@ class MiniWoBRecorder:
                                f"page (done={meta['done']}, raw={meta['raw_reward']})")
         success = done and raw == 1.0
         frames.extend(session.frames)
+        cleans.extend(session.cleans)
         steps = session.steps
         first_error = None
         if not success:
-            first_error = agent.first_error_step if agent.first_error_step is not None else _fallback_error(steps)
+            first_error = bot.first_error_step if bot.first_error_step is not None else _fallback_error(steps)
             first_error = max(0, min(first_error, len(steps) - 1))
+        recovered = session.recovered_step if success else None
+        if success and recovered is None and bot.mistake_applied == "wrong_then_recover":
+            recovered = bot.first_error_step  # agent A marks its detour as a deviation; the run recovered from it
+        name = registry.AGENT_NAMES[agent]
         metadata = {
-            "task": self.task, "seed": seed, "episode": episode, "agent": AGENT_NAME,
-            "mistake_type": agent.mistake_applied, "mistake_step": agent.first_error_step,
+            "task": self.task, "seed": seed, "episode": episode, "agent": name, "agent_key": agent,
+            "mistake_type": bot.mistake_applied, "mistake_step": bot.first_error_step,
             "harmless_steps": [st["index"] for st in steps if st.get("extra", {}).get("harmless")],
+            "recovered_step": recovered,
             "first_error_step": first_error,
             "negative_kind": "none" if success else "real_failure",
             "raw_reward": raw, "env_reward": float(session.env_reward) if done else 0.0,
             "env_done": done, "env_reason": None if session.reason is None else str(session.reason),
-            "utterance": utterance, "fields": fields, "candidates": candidates, "scale": self.scale,
+            "utterance": utterance, "fields": fields, "candidates": candidates, "scale": self.style.dsf,
+            "style": self.style.to_dict(), "style_family": self.style.family, "time_limit_ms": limit,
+            "started_at": started.isoformat(), "heldout_task": self.task in registry.HELDOUT_TASKS,
             "recorder": "rollscope-miniwob", "timing": "frame 0 = initial screen; step k = [k, k+1] s",
         }
-        write_episode(out_dir, self.task, seed, utterance, frames, steps, success, raw, metadata)
-        return EpisodeResult(self.task, seed, episode, str(out_dir), success, raw, len(steps), agent.mistake_applied,
+        tid = episode_id(self.task, seed, agent)
+        write_episode(out_dir, self.task, seed, utterance, frames, steps, success, raw, metadata,
+                      cleans=cleans if keep_clean and self.style.pointer is not None else None, agent=name,
+                      traj_id=tid)
+        return EpisodeResult(self.task, seed, episode, str(out_dir), success, raw, len(steps), bot.mistake_applied,
                              first_error, time.time() - t0,
-                             clean_failure=(not success and agent.mistake_applied is None))
+                             clean_failure=(not success and bot.mistake_applied is None), agent=agent,
+                             style_family=self.style.family)
 
 
 def _fallback_error(steps: list[dict[str, Any]]) -> int:
@@ -319,7 +452,10 @@ class _Session:
         self.n_clicks = 0
         self._mark_pending = False
         self._mark_index: int | None = None
+        self.recovered_step: int | None = None
+        self._recover_pending = False
         self.frames: list[np.ndarray] = []
+        self.cleans: list[np.ndarray] = []
         self.steps: list[dict[str, Any]] = []
         self.done = False
         self.raw_reward = 0.0
@@ -330,8 +466,16 @@ class _Session:
     def n_steps(self) -> int:
         return len(self.steps)
 
+    @property
+    def task_size(self) -> tuple[int, int]:
+        return TASK_W, TASK_H
+
     def query(self, selector: str) -> list[El]:
         return self.rec.query(selector)
+
+    def execute(self, js: str, *args: Any) -> Any:
+        """Run the agent's own script in the page (agent B reads the DOM its own way)."""
+        return self.rec.driver.execute_script(js, *args)
 
     def wait(self, ms: float) -> None:
         time.sleep(ms / 1000.0)
@@ -341,10 +485,19 @@ class _Session:
         if self._mark_index is None:
             self._mark_pending = True
 
+    def mark_recovered(self) -> None:
+        """The agent's next action is a mistake it will undo (a successful run keeps it as ``recovered_step``)."""
+        if self.recovered_step is None:
+            self._recover_pending = True
+
     def deviation_step(self) -> int | None:
         if self._mark_index is not None:
             return self._mark_index
         return self.n_steps if self._mark_pending else None  # stopped early: the missing step
+
+    def _frame_xy(self, x: float, y: float) -> tuple[float, float]:
+        fx, fy = self.rec.geom.to_frame(x, y)
+        return float(round(fx)), float(round(fy))
 
     def _dawdle(self) -> None:
         """One harmless action: hover somewhere in the task, or click on the instruction text.
@@ -358,40 +511,40 @@ class _Session:
             x, y = b.x + b.w * self.rng.uniform(0.1, 0.9), b.y + b.h * self.rng.uniform(0.2, 0.8)
             self.click(x, y, "instruction text", _extra=True)
         else:
-            x, y = self.rng.uniform(10, TASK_W - 10), self.rng.uniform(60, TASK_H - 10)
-            self.rec.pointer = (x, y)
-            s = self.rec.scale
-            self._act("MOVE_COORDS", "hover", 60,
-                      {"action": f"move(x={round(x * s)}, y={round(y * s)})", "action_type": "move", "x": x, "y": y,
-                       "text": None}, _extra=True, coords=np.array([x, y], dtype=np.float32))
+            self.move(self.rng.uniform(10, TASK_W - 10), self.rng.uniform(60, TASK_H - 10), "hover")
 
     def _act(self, kind: str, label: str, settle_ms: float, step: dict[str, Any], _extra: bool = False,
              **kw: Any) -> None:
         from miniwob.action import ActionTypes
 
-        if self.done:
+        if self.done and kind != "DONE":
             raise EpisodeOver
         if self.n_steps >= MAX_STEPS:
             raise EpisodeOver
         if not _extra and self._mark_pending:
             self._mark_pending = False
             self._mark_index = self.n_steps
+        if not _extra and self._recover_pending:
+            self._recover_pending = False
+            self.recovered_step = self.n_steps
         if _extra:
             step.setdefault("extra", {})["harmless"] = True
-        env = self.rec.env.unwrapped
         t_wall0 = time.time() - self.t0
-        action = env.create_action(ActionTypes[kind], **kw)
-        _obs, reward, terminated, _trunc, info = self.rec.env.step(action)
+        terminated, reward, info = False, 0.0, {}
+        if kind != "DONE":
+            env = self.rec.env.unwrapped
+            action = env.create_action(ActionTypes[kind], **kw)
+            _obs, reward, terminated, _trunc, info = self.rec.env.step(action)
         if settle_ms and not terminated:
             time.sleep(settle_ms / 1000.0)
         self.frames.append(self.rec.capture())
+        self.cleans.append(self.rec.last_clean)
         k = self.n_steps
-        s = self.rec.scale
         step.update({"index": k, "t_start": float(k), "t_end": float(k + 1), "align_method": "stored",
                      "align_confidence": 1.0, "screenshot": f"frames/step_{k:03d}.png"})
         if step.get("x") is not None:
-            # Whole frame pixels, rounded exactly as in the action text and where the cursor is drawn.
-            step["x"], step["y"] = float(round(step["x"] * s)), float(round(step["y"] * s))
+            # Whole frame pixels, rounded exactly as in the action text and where the pointer is drawn.
+            step["x"], step["y"] = self._frame_xy(step["x"], step["y"])
         step.setdefault("extra", {}).update({"miniwob_action": kind, "t_wall_start": round(t_wall0, 3),
                                              "t_wall_end": round(time.time() - self.t0, 3), "target": label})
         self.steps.append(step)
@@ -402,8 +555,14 @@ class _Session:
             self.reason = info.get("reason")
             raise EpisodeOver
 
-    def click(self, x: float, y: float, label: str = "", settle_ms: float = 60, _extra: bool = False) -> None:
-        """Left click at page point (x, y) (CSS pixels of the task area)."""
+    def _xy_text(self, x: float, y: float) -> str:
+        fx, fy = self._frame_xy(x, y)
+        return f"x={fx:.0f}, y={fy:.0f}"
+
+    def click(self, x: float, y: float, label: str = "", settle_ms: float = 60, _extra: bool = False,
+              harmless: bool = False) -> None:
+        """Left click at page point (x, y) (CSS pixels of the task area); ``harmless`` marks a no-op click."""
+        _extra = _extra or harmless
         if not _extra:
             if self.dawdle_at is not None and self.n_clicks == self.dawdle_at:
                 self.dawdle_at = None
@@ -414,10 +573,18 @@ class _Session:
         x = float(min(max(x, 1.0), TASK_W - 1.0))
         y = float(min(max(y, 1.0), TASK_H - 1.0))
         self.rec.pointer = (x, y)
-        s = self.rec.scale
         self._act("CLICK_COORDS", label, settle_ms,
-                  {"action": f"click(x={round(x * s)}, y={round(y * s)})", "action_type": "click", "x": x, "y": y,
+                  {"action": f"click({self._xy_text(x, y)})", "action_type": "click", "x": x, "y": y,
                    "text": None}, _extra=_extra, coords=np.array([x, y], dtype=np.float32))
+
+    def move(self, x: float, y: float, label: str = "hover", settle_ms: float = 60, harmless: bool = True) -> None:
+        """Move the pointer to page point (x, y) (a hover); harmless unless said otherwise."""
+        x = float(min(max(x, 1.0), TASK_W - 1.0))
+        y = float(min(max(y, 1.0), TASK_H - 1.0))
+        self.rec.pointer = (x, y)
+        self._act("MOVE_COORDS", label, settle_ms,
+                  {"action": f"move({self._xy_text(x, y)})", "action_type": "move", "x": x, "y": y, "text": None},
+                  _extra=harmless, coords=np.array([x, y], dtype=np.float32))
 
     def type(self, text: str, label: str = "", settle_ms: float = 40) -> None:
         """Type ``text`` into the focused element."""
@@ -425,32 +592,57 @@ class _Session:
                   {"action": f"type({json.dumps(text)})", "action_type": "type", "x": None, "y": None, "text": text},
                   text=text)
 
-    def press(self, key: str, label: str = "", settle_ms: float = 40) -> None:
+    def press(self, key: str, label: str = "", settle_ms: float = 40, harmless: bool = False) -> None:
         """Press a key (MiniWoB syntax: ``<Enter>``, ``C-a``, ``a``)."""
         from miniwob.constants import DEFAULT_ALLOWED_KEYS
 
         name = key.strip("<>") if key.startswith("<") else key.replace("C-", "Ctrl+")
         self._act("PRESS_KEY", label, settle_ms,
                   {"action": f"press({json.dumps(name)})", "action_type": "key", "x": None, "y": None, "text": name},
-                  key=DEFAULT_ALLOWED_KEYS.index(key))
+                  _extra=harmless, key=DEFAULT_ALLOWED_KEYS.index(key))
 
-    def scroll(self, x: float, y: float, down: bool = True, label: str = "", settle_ms: float = 200) -> None:
+    def scroll(self, x: float, y: float, down: bool = True, label: str = "", settle_ms: float = 200,
+               harmless: bool = False) -> None:
         """Turn the mouse wheel at page point (x, y) (50 CSS pixels per notch)."""
         self.rec.pointer = (x, y)
-        s = self.rec.scale
-        dy = 50 if down else -50
+        dy = round(50 * self.rec.style.dsf * self.rec.style.resize) * (1 if down else -1)
         self._act("SCROLL_DOWN_COORDS" if down else "SCROLL_UP_COORDS", label, settle_ms,
-                  {"action": f"scroll(x={round(x * s)}, y={round(y * s)}, dy={dy * s})", "action_type": "scroll",
-                   "x": x, "y": y, "text": None}, coords=np.array([x, y], dtype=np.float32))
+                  {"action": f"scroll({self._xy_text(x, y)}, dy={dy})", "action_type": "scroll",
+                   "x": x, "y": y, "text": None}, _extra=harmless, coords=np.array([x, y], dtype=np.float32))
+
+    def wait_step(self, ms: float = 300, label: str = "wait") -> None:
+        """An explicit WAIT step: nothing is done, the screen is captured again after ``ms``."""
+        self._act("NONE", label, ms, {"action": "WAIT", "action_type": "wait", "x": None, "y": None, "text": None},
+                  _extra=True)
+
+    def done_step(self, label: str = "done") -> None:
+        """An explicit DONE step: the agent declares the task finished (the env is not asked; its verdict stands).
+
+        Allowed after the environment ended the episode: the keyframe shows the unchanged final screen.
+        """
+        self._act("DONE", label, 0, {"action": "DONE", "action_type": "done", "x": None, "y": None, "text": None},
+                  _extra=True)
+
+
+def episode_id(task: str, seed: int, agent: str = "A") -> str:
+    """The trajectory id of an episode: agent A keeps the first recorder's ids, agent B's end in ``-b``."""
+    return f"miniwob-{task}-s{seed}" + ("" if agent == "A" else f"-{agent.lower()}")
 
 
 def write_episode(out_dir: Path, task: str, seed: int, instruction: str, frames: list[np.ndarray],
-                  steps: list[dict[str, Any]], success: bool, raw: float, metadata: dict[str, Any]) -> Path:
-    """Write frames, video and ``trajectory.json`` into ``out_dir`` atomically (temp dir, then rename)."""
+                  steps: list[dict[str, Any]], success: bool, raw: float, metadata: dict[str, Any],
+                  cleans: list[np.ndarray] | None = None, agent: str = AGENT_NAME,
+                  traj_id: str | None = None) -> Path:
+    """Write frames, video and ``trajectory.json`` into ``out_dir`` atomically (temp dir, then rename).
+
+    ``cleans`` (frames without the pointer) go to ``frames/clean/`` and each step names its clean screenshot in
+    ``extra['screenshot_clean']`` (relative to the trajectory directory).
+    """
     import cv2
 
     from gui_app.core import native
     from gui_app.core.trajectory import Outcome, Step, Trajectory, VideoRef
+    from gui_app.core.video import write_video
 
     out_dir = Path(out_dir).resolve()  # media paths must be absolute to be stored relative to the trajectory
     tmp = out_dir.parent / f".{out_dir.name}.tmp{os.getpid()}"
@@ -460,44 +652,29 @@ def write_episode(out_dir: Path, task: str, seed: int, instruction: str, frames:
     names = ["initial.png"] + [f"step_{k:03d}.png" for k in range(len(steps))]
     for name, frame in zip(names, frames, strict=True):
         cv2.imwrite(str(tmp / "frames" / name), frame[:, :, ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 6])
+    if cleans is not None:
+        (tmp / "frames" / "clean").mkdir()
+        for name, frame in zip(names, cleans, strict=True):
+            cv2.imwrite(str(tmp / "frames" / "clean" / name), frame[:, :, ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 6])
+        for st in steps:
+            st.setdefault("extra", {})["screenshot_clean"] = f"frames/clean/step_{st['index']:03d}.png"
+        metadata = {**metadata, "initial_clean": "frames/clean/initial.png"}
     h, w = frames[0].shape[:2]
     write_video(tmp / "video.mp4", frames, fps=1)
     traj = Trajectory(
-        id=f"miniwob-{task}-s{seed}",
+        id=traj_id or f"miniwob-{task}-s{seed}",
         instruction=instruction,
         source_format="native",
         steps=[Step(**{**st, "screenshot": str(tmp / st["screenshot"])}) for st in steps],
         outcome=Outcome(success=success, score=raw, source="env"),
         video=VideoRef(str(tmp / "video.mp4"), fps=1.0, frames=len(frames), width=w, height=h),
-        app="miniwob", os="linux", agent=AGENT_NAME, metadata=metadata,
+        app="miniwob", os="linux", agent=agent, metadata=metadata,
     )
     native.save(traj, tmp)
     if out_dir.exists():
         shutil.rmtree(out_dir)
     os.replace(tmp, out_dir)
     return out_dir
-
-
-def write_video(path: str | Path, frames: list[np.ndarray], fps: int = 1) -> None:
-    """Encode RGB frames as H.264 yuv420p MP4, one frame per ``1/fps`` seconds (PyAV, libx264)."""
-    import av
-    from fractions import Fraction
-
-    h, w = frames[0].shape[:2]
-    with av.open(str(path), mode="w") as container:
-        stream = container.add_stream("libx264", rate=fps)
-        stream.width, stream.height = w, h
-        stream.pix_fmt = "yuv420p"
-        stream.time_base = Fraction(1, fps)
-        # Small files: GUI screens are static, so a long GOP and a moderate CRF cost nothing visible.
-        stream.options = {"crf": "26", "preset": "veryfast", "tune": "stillimage", "threads": "1"}
-        for i, rgb in enumerate(frames):
-            vf = av.VideoFrame.from_ndarray(rgb, format="rgb24")
-            vf.pts = i
-            for packet in stream.encode(vf):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
 
 
 def is_recorded(path: str | Path) -> bool:
@@ -519,15 +696,44 @@ def episode_seed(base_seed: int, task: str, episode: int) -> int:
     return base_seed * 1_000_000 + episode
 
 
-def episode_dir(out: str | Path, task: str, seed: int) -> Path:
-    return Path(out) / task / f"{task}-s{seed}"
+def episode_dir(out: str | Path, task: str, seed: int, agent: str = "A") -> Path:
+    return Path(out) / task / episode_id(task, seed, agent).removeprefix("miniwob-")
+
+
+@dataclass
+class EpisodePlan:
+    """Everything decided before an episode runs, deterministically from (task, seed, options)."""
+
+    agent: str
+    mistake: str | None
+    style: Style
+    rng: random.Random
+
+
+def plan_episode(task: str, seed: int, fail_rate: float, agent: str = "A", styles: str = "plain",
+                 scale: int = 2) -> EpisodePlan:
+    """Decide (deterministically from the seed) which agent plays, whether and how it errs, and the look.
+
+    Args:
+        agent: ``A``, ``B`` or ``mix`` (A or B with equal odds per episode).
+        styles: ``plain``, ``A``, ``B`` or ``all`` (see :mod:`gui_app.recorders.styles`).
+    """
+    if agent not in ("A", "B", "mix"):
+        raise CollectError(f"unknown agent {agent!r} (A, B or mix)")
+    pick = random.Random(f"agent:{task}:{seed}")
+    key = pick.choice(("A", "B")) if agent == "mix" else agent
+    rng = random.Random(f"{task}:{seed}" if key == "A" else f"{key}:{task}:{seed}")
+    mistake = registry.mistake_for(key, task, rng) if rng.random() < fail_rate else None
+    style = sample_style(styles, task, random.Random(f"style:{styles}:{task}:{seed}"))
+    if style.is_plain:
+        style = replace(style, dsf=float(scale))
+    return EpisodePlan(key, mistake, style, rng)
 
 
 def plan_mistake(task: str, seed: int, fail_rate: float) -> tuple[str | None, random.Random]:
-    """Decide (deterministically from the seed) whether and how the agent errs in this episode."""
-    rng = random.Random(f"{task}:{seed}")
-    mistake = mistake_for(task, rng) if rng.random() < fail_rate else None
-    return mistake, rng
+    """Agent A's mistake plan (kept for callers of the first recorder)."""
+    p = plan_episode(task, seed, fail_rate, "A")
+    return p.mistake, p.rng
 
 
 def load_result(path: Path, task: str, seed: int, episode: int) -> EpisodeResult:
@@ -536,9 +742,8 @@ def load_result(path: Path, task: str, seed: int, episode: int) -> EpisodeResult
     md = doc.get("metadata", {})
     return EpisodeResult(task, seed, episode, str(path), bool(doc["outcome"]["success"]),
                          float(md.get("raw_reward", 0.0)), len(doc["steps"]), md.get("mistake_type"),
-                         md.get("first_error_step"), 0.0, skipped=True)
-
-
+                         md.get("first_error_step"), 0.0, skipped=True, agent=md.get("agent_key", "A"),
+                         style_family=md.get("style_family", "plain"))
 
 
 @dataclass
@@ -555,10 +760,10 @@ class CollectReport:
 
     def add(self, r: EpisodeResult) -> None:
         t = self.by_task.setdefault(r.task, {"success": 0, "failure": 0, "clean_failure": 0, "error": 0,
-                                             "mistakes": 0})
+                                             "mistakes": 0, "clean_runs": 0})
         if r.error:
             t["error"] += 1
-            self.errors.append({"task": r.task, "seed": r.seed, "error": r.error})
+            self.errors.append({"task": r.task, "seed": r.seed, "agent": r.agent, "error": r.error})
             return
         if r.skipped:
             self.skipped += 1
@@ -567,6 +772,7 @@ class CollectReport:
         t["success" if r.success else "failure"] += 1
         t["clean_failure"] += int(r.clean_failure)
         t["mistakes"] += int(r.mistake_type is not None)
+        t["clean_runs"] += int(r.mistake_type is None)
 
     @property
     def episodes_per_minute(self) -> float:
@@ -599,22 +805,52 @@ def _close_worker() -> None:
         rec.close()
 
 
-def run_chunk(task: str, items: list[tuple[int, int]], out: str, fail_rate: float, scale: int) -> list[EpisodeResult]:
+@dataclass(frozen=True)
+class CollectOptions:
+    """How a collection records: agent, styles, layouts (picklable, handed to worker processes)."""
+
+    fail_rate: float = 0.3
+    scale: int = 2
+    agent: str = "A"
+    styles: str = "plain"
+    layout: str = "native"
+
+
+def osworld_root(out: str | Path) -> Path:
+    return Path(out) / "osworld"
+
+
+def run_chunk(task: str, items: list[tuple[int, int]], out: str, fail_rate: float, scale: int,
+              opts: CollectOptions | None = None) -> list[EpisodeResult]:
     """Record episodes ``items`` = [(episode, seed), ...] of ``task`` (in a worker process or in-process)."""
+    opts = opts or CollectOptions(fail_rate=fail_rate, scale=scale)
     results = []
     for episode, seed in items:
-        path = episode_dir(out, task, seed)
-        mistake, rng = plan_mistake(task, seed, fail_rate)
+        plan = plan_episode(task, seed, opts.fail_rate, opts.agent, opts.styles, opts.scale)
+        path = episode_dir(out, task, seed, plan.agent)
+        tmp_native = opts.layout == "osworld"
+        target = path.parent / f".{path.name}.native" if tmp_native else path
         try:
-            rec = _worker_recorder(task, scale)
-            results.append(rec.record(seed, episode, path, mistake=mistake, rng=rng))
+            rec = _worker_recorder(task, opts.scale)
+            r = rec.record(seed, episode, target, mistake=plan.mistake, rng=plan.rng, style=plan.style,
+                           agent=plan.agent, keep_clean=opts.layout != "native")
+            if opts.layout != "native":
+                from gui_app.core import convert, native
+
+                convert.to_osworld(native.load(target), osworld_root(out))
+            if tmp_native:
+                shutil.rmtree(target, ignore_errors=True)
+                r.path = str(convert.osworld_dir(osworld_root(out), episode_id(task, seed, plan.agent),
+                                                 registry.AGENT_NAMES[plan.agent]))
+            results.append(r)
         except CollectError:
             raise  # a label that disagrees with the environment is a bug: stop the collection
         except Exception as exc:  # browser hiccups, an element the agent did not find: log, restart, go on
-            log.warning("%s seed %s failed: %s", task, seed, exc)
+            log.warning("%s seed %s (agent %s) failed: %s", task, seed, plan.agent, exc)
             _close_worker()
-            results.append(EpisodeResult(task, seed, episode, str(path), False, 0.0, 0, mistake, None, 0.0,
-                                         error=f"{type(exc).__name__}: {str(exc)[:300]}"))
+            results.append(EpisodeResult(task, seed, episode, str(path), False, 0.0, 0, plan.mistake, None, 0.0,
+                                         error=f"{type(exc).__name__}: {str(exc)[:300]}", agent=plan.agent,
+                                         style_family=plan.style.family))
     return results
 
 
@@ -625,28 +861,66 @@ def _init_worker() -> None:
     Finalize(None, _close_worker, exitpriority=10)
 
 
-def _run_chunk_star(args: tuple[str, list[tuple[int, int]], str, float, int]) -> list[EpisodeResult]:
+def _run_chunk_star(args: tuple[str, list[tuple[int, int]], str, float, int, CollectOptions]) -> list[EpisodeResult]:
     return run_chunk(*args)
 
 
+def _already_done(out: Path, task: str, seed: int, opts: CollectOptions) -> Path | None:
+    """The finished episode on disk for (task, seed) under ``opts``, if any (resumable collection)."""
+    plan_agent = plan_episode(task, seed, 0.0, opts.agent, "plain").agent
+    path = episode_dir(out, task, seed, plan_agent)
+    if opts.layout == "osworld":
+        from gui_app.core import convert
+
+        d = convert.osworld_dir(osworld_root(out), episode_id(task, seed, plan_agent),
+                                registry.AGENT_NAMES[plan_agent])
+        return path if (d / "result.txt").is_file() and (d / "recording.mp4").is_file() else None
+    if not is_recorded(path):
+        return None
+    if opts.layout == "both":
+        from gui_app.core import convert
+
+        d = convert.osworld_dir(osworld_root(out), episode_id(task, seed, plan_agent),
+                                registry.AGENT_NAMES[plan_agent])
+        if not (d / "result.txt").is_file():
+            return None
+    return path
+
+
 def collect(tasks: list[str], episodes: int, out: str | Path, seed: int = 0, fail_rate: float = 0.3,
-            scale: int = 2, workers: int = 1, chunk: int = 16, on_progress: Any = None) -> CollectReport:
-    """Record ``episodes`` episodes of each task into ``out/<task>/<task>-s<seed>/``; resumable.
+            scale: int = 2, workers: int = 1, chunk: int = 16, on_progress: Any = None, agent: str = "A",
+            styles: str = "plain", layout: str = "native") -> CollectReport:
+    """Record ``episodes`` episodes of each task into ``out/<task>/<task>-s<seed>[-b]/``; resumable.
 
     Episodes already on disk with a valid ``trajectory.json`` are skipped. Work is handed out in chunks, round-robin
     over tasks, so that a collection stopped half-way still covers every task.
 
     Args:
+        agent: ``A`` (scripted-v1), ``B`` (scripted-v2) or ``mix``.
+        styles: recording styles, ``plain`` | ``A`` | ``B`` | ``all``.
+        layout: ``native`` (trajectory folders), ``osworld`` (OSWorld result folders under ``out/osworld/``
+            only) or ``both``.
         on_progress: called with each finished :class:`EpisodeResult` (progress bars).
 
     Raises:
-        CollectError: an unknown task, or a label that disagrees with the environment.
+        CollectError: an unknown task, agent, style set or layout, or a label that disagrees with the environment.
     """
     import multiprocessing as mp
 
-    unknown = [t for t in tasks if t not in AGENTS]
+    from gui_app.recorders.styles import STYLE_SETS
+
+    if agent not in ("A", "B", "mix"):
+        raise CollectError(f"unknown agent {agent!r} (A, B or mix)")
+    if styles not in STYLE_SETS:
+        raise CollectError(f"unknown style set {styles!r} (known: {', '.join(STYLE_SETS)})")
+    if layout not in LAYOUTS:
+        raise CollectError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
+    keys = ("A", "B") if agent == "mix" else (agent,)
+    unknown = [t for t in tasks if any(t not in registry.AGENTS[k] for k in keys)]
     if unknown:
-        raise CollectError(f"no scripted agent for: {', '.join(unknown)} (known: {', '.join(sorted(AGENTS))})")
+        raise CollectError(f"no scripted agent for: {', '.join(unknown)} "
+                           f"(known: {', '.join(sorted(registry.ALL_TASKS))})")
+    opts = CollectOptions(fail_rate=fail_rate, scale=scale, agent=agent, styles=styles, layout=layout)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     report = CollectReport(out=str(out), requested=episodes * len(tasks))
@@ -656,10 +930,15 @@ def collect(tasks: list[str], episodes: int, out: str | Path, seed: int = 0, fai
         todo = []
         for ep in range(episodes):
             s = episode_seed(seed, task, ep)
-            path = episode_dir(out, task, s)
-            if is_recorded(path):
+            path = _already_done(out, task, s, opts)
+            if path is not None and opts.layout != "osworld":
                 r = load_result(path, task, s, ep)
                 report.add(r)
+                if on_progress:
+                    on_progress(r)
+            elif path is not None:
+                r = EpisodeResult(task, s, ep, str(path), False, 0.0, 0, None, None, 0.0, skipped=True)
+                report.skipped += 1
                 if on_progress:
                     on_progress(r)
             else:
@@ -669,7 +948,7 @@ def collect(tasks: list[str], episodes: int, out: str | Path, seed: int = 0, fai
     for i in range(max((len(v) for v in per_task.values()), default=0)):
         for task in tasks:
             if i < len(per_task[task]):
-                jobs.append((task, per_task[task][i], str(out), fail_rate, scale))
+                jobs.append((task, per_task[task][i], str(out), fail_rate, scale, opts))
 
     def _take(results: list[EpisodeResult]) -> None:
         for r in results:
@@ -696,6 +975,7 @@ def collect(tasks: list[str], episodes: int, out: str | Path, seed: int = 0, fai
         report.seconds = time.time() - t0
         summary = out / "collect_summary.json"
         tmp = summary.with_suffix(".tmp")
-        tmp.write_text(json.dumps(report.to_dict(), indent=1))
+        tmp.write_text(json.dumps({**report.to_dict(), "agent": agent, "styles": styles, "layout": layout,
+                                   "fail_rate": fail_rate, "seed": seed}, indent=1))
         os.replace(tmp, summary)
     return report
