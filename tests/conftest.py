@@ -15,3 +15,5 @@ def _isolated_settings(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("ROLLSCOPE_CONFIG_DIR", str(home / "config"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
+    monkeypatch.setenv("ROLLSCOPE_CACHE_DIR", str(home / "cache"))
+    monkeypatch.delenv("ROLLSCOPE_OSWORLD_TASKS_ROOT", raising=False)

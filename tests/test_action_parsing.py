@@ -98,3 +98,12 @@ def test_any_text_parses_without_raising(src):
 def test_click_coordinates_round_trip(x, y, kw):
     src = f"pyautogui.click(x={x}, y={y})" if kw else f"pyautogui.click({x}, {y})"
     assert parse_action(src) == ParsedAction("click", float(x), float(y), None)
+
+
+def test_move_then_drag_is_a_drag():
+    """AgentNet and OpenCUA write a drag as moveTo(start) then dragTo(end)."""
+    from gui_app.core.actions import parse_action
+
+    p = parse_action("pyautogui.moveTo(x=0.328, y=0.4697)\npyautogui.dragTo(x=0.5025, y=0.6039, button='left')")
+    assert (p.type, p.x, p.y) == ("drag", 0.5025, 0.6039)
+    assert parse_action("pyautogui.moveTo(x=1, y=2)\npyautogui.click(x=3, y=4)").type == "move"

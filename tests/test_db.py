@@ -26,7 +26,8 @@ def test_a_catalog_left_by_the_old_code_migrates_keeping_rows_and_scores(tmp_pat
                  "VALUES ('/lib/a', 'old-model', 0.55, 1, '[0.2, 0.8]', 1.0)")
     conn.close()
     with Catalog(path) as cat:
-        assert cat.schema_version == SCHEMA_VERSION == 5
+        assert cat.schema_version == SCHEMA_VERSION == 6
+        assert {r.ref for r in cat.query()} == {"/lib/a", "/lib/b"}  # keys backfilled (no library root: absolute)
         a, b = cat.query(order_by="key")
         assert (a.instruction, a.success, a.p_success, a.first_error_step) == ("Open the menu", False, 0.55, 1)
         assert (a.threshold, a.model_success) == (None, None)  # the old code kept no threshold: unknown
@@ -38,7 +39,7 @@ def test_a_catalog_left_by_the_old_code_migrates_keeping_rows_and_scores(tmp_pat
         a = cat.get("/lib/a")
         assert (a.p_success, a.threshold, a.model_success) == (0.55, 0.573, False)
     log = sqlite3.connect(path).execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert log == [(5, "score_whole")]  # only what the runner applied is logged
+    assert log == [(5, "score_whole"), (6, "library_keys")]  # only what the runner applied is logged
 
 
 def test_a_store_left_by_the_old_code_opens_as_it_is(tmp_path: Path):

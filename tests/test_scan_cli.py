@@ -13,7 +13,7 @@ from gui_app.core import native
 from gui_app.core.catalog import Catalog
 from gui_app.core.trajectory import Outcome, Step, Trajectory
 
-JSON_KEYS = {"trajectories", "by_format", "errors", "seconds"}
+JSON_KEYS = {"trajectories", "by_format", "errors", "seconds", "unrecognised"}
 
 
 def make_tree(root: Path, n: int = 4) -> Path:
@@ -45,6 +45,8 @@ def scan_json(capsys, *argv: str) -> dict:
     assert JSON_KEYS <= set(info)
     assert isinstance(info["trajectories"], int) and isinstance(info["seconds"], float)
     assert all(set(e) == {"path", "error"} for e in info["errors"])
+    assert set(info["unrecognised"]) == {"count", "examples"}
+    assert len(info["unrecognised"]["examples"]) == min(5, info["unrecognised"]["count"])
     return info
 
 
@@ -104,3 +106,31 @@ def test_unusable_catalog_exits_one(tmp_path: Path, capsys, kind: str):
     assert code == 1 and out == ""
     assert len(err.strip().splitlines()) == 1 and str(db) in err
     assert db.read_bytes() == before  # an unusable catalog is left as it was
+
+
+def test_unrecognised_files_and_folders_are_counted_not_dropped(tmp_path: Path, capsys):
+    """A real OSWorld tree holds files beside the runs (args.json, all_result.json), folders of logs and hidden
+    result folders: none is a trajectory, and the scan says so instead of reporting a clean "errors": []."""
+    root = make_tree(tmp_path / "runs")
+    (root / "args.json").write_text('{"action_space": "pyautogui", "model": "gpt-4o"}')
+    (root / "all_result.json").write_text('{"chrome": {"abc": 1.0}}')
+    (root / "notes").mkdir()
+    (root / "notes" / "todo.txt").write_text("look at run 3")
+    (root / ".results" / "x").mkdir(parents=True)
+    (root / ".results" / "x" / "traj.jsonl").write_text('{"Error": "boom"}\n')
+    (root / "README.md").write_text("not data")  # not a data file: not counted
+    tasks = root / "evaluation_examples" / "examples" / "os"  # task configs the runs are read with: not counted
+    tasks.mkdir(parents=True)
+    (tasks / "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57.json").write_text('{"instruction": "Turn on night light"}')
+    info = scan_json(capsys, str(root))
+    assert info["trajectories"] == 5
+    assert info["unrecognised"]["count"] == 4
+    ex = info["unrecognised"]["examples"]
+    assert f"{root / 'args.json'} (no importer recognises this file)" in ex
+    assert f"{root / 'all_result.json'} (no importer recognises this file)" in ex
+    assert f"{root / 'notes'} (folder holds no trajectory)" in ex
+    assert f"{root / '.results'} (hidden folder, not searched)" in ex
+    capsys.readouterr()
+    assert cli.main(["scan", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "4 file(s) or folder(s) not recognised as trajectories" in out and "args.json" in out

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from gui_app.commands.options import add_tasks_root, apply_tasks_root
 from gui_app.core.trajectory import Trajectory
 
 
@@ -16,6 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=None,
                    help="library root: media may be read from anywhere under it (default: only the trajectory's "
                         "own folder)")
+    add_tasks_root(p)
 
 
 def describe(traj: Trajectory) -> dict[str, Any]:
@@ -30,13 +32,15 @@ def describe(traj: Trajectory) -> dict[str, Any]:
         "video": None if v is None else {"path": v.path, "fps": v.fps, "frames": v.frames, "width": v.width,
                                           "height": v.height},
         "steps": [{"index": s.index, "t_start": s.t_start, "t_end": s.t_end, "action": s.action,
-                   "screenshot": s.screenshot} for s in traj.steps],
+                   "screenshot": s.screenshot, "align_method": s.align_method,
+                   "align_confidence": s.align_confidence} for s in traj.steps],
         "alignment": traj.alignment_summary(),
         "warnings": list(traj.warnings),
     }
 
 
 def run(args: argparse.Namespace) -> int:
+    apply_tasks_root(args)
     from gui_app.core import formats, video
     from gui_app.core.errors import VideoError
 
@@ -60,11 +64,18 @@ def run(args: argparse.Namespace) -> int:
     al = info["alignment"]
     if al["method"]:
         conf = "n/a" if al["mean_confidence"] is None else f"{al['mean_confidence']:.2f}"
-        print(f"  alignment:   {al['method']} (mean confidence {conf})")
+        offset = "" if al["offset"] is None else f", wall clock offset {al['offset']:.2f} s into the video"
+        print(f"  alignment:   {al['method']} (mean confidence {conf}{offset})")
+        if al["low_confidence_steps"]:
+            low = ", ".join(str(k) for k in al["low_confidence_steps"])
+            print(f"               low confidence: step{'s' if len(al['low_confidence_steps']) > 1 else ''} {low} "
+                  f"(check against the video)")
     print(f"  steps:       {info['n_steps']}")
+    low = set(al["low_confidence_steps"])
     for s in traj.steps:
         t = "      -" if s.t_start is None else f"{s.t_start:6.2f}s"
-        print(f"    {s.index:3d} {t}  {s.action_type:<12} {s.action[:80]}")
+        flag = "?" if s.index in low else " "
+        print(f"    {s.index:3d} {t}{flag} {s.action_type:<12} {s.action[:80]}")
     for w in info["warnings"]:
         print(f"  warning: {w}")
     return 0

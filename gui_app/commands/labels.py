@@ -2,12 +2,19 @@
 
 ``rollscope labels import FILE --annotator NAME [--store PATH]`` reads CSV / JSONL / Parquet (the columns of
 ``rollscope export``, or AgentDebug / Who&When names) into the annotation store.
+
+Labels are keyed by the library key (the trajectory's path within the library, see
+:mod:`gui_app.core.identity`). With the library's catalog (``ROOT/.rollscope/catalog.sqlite``, or ``--catalog``),
+every command takes a trajectory as its key, its path or its own id where that id is unambiguous; an ambiguous
+id is an error naming the trajectories that share it. Labels stored before keys existed (by format ids) move to
+their keys when the command opens the store; ``labels rekey OLD NEW`` moves those whose id was ambiguous.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +27,16 @@ def add_store_arguments(p: argparse.ArgumentParser) -> None:
     """``--store`` / ``--root``, shared by every command that reads the annotation store."""
     p.add_argument("--store", default=None, help="annotation store (default: ROOT/.rollscope/labels.sqlite)")
     p.add_argument("--root", default=".", help="library root, for the default store and catalog (default: .)")
+
+
+def open_catalog_from(args: argparse.Namespace) -> Any:
+    """The library's catalog (to resolve trajectory ids), or None when there is none."""
+    from gui_app.core.catalog import CATALOG_DIR, CATALOG_NAME, Catalog
+
+    if getattr(args, "catalog", None):
+        return Catalog(args.catalog, library_root=args.root)
+    path = Path(args.root) / CATALOG_DIR / CATALOG_NAME
+    return Catalog(path) if path.is_file() else None
 
 
 def open_store_from(args: argparse.Namespace, must_exist: bool = False, read_only: bool = False) -> Any:
@@ -59,10 +76,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     adj.add_argument("--by", required=True, help="the adjudicator")
     adj.add_argument("--from", dest="source", required=True, help="the annotator whose record becomes final")
     sub.add_parser("final", help="final labels per trajectory (adjudicated, else majority)")
+    rk = sub.add_parser("rekey", help="move every label of a trajectory id to another (a library key)")
+    rk.add_argument("old", help="the id the labels are stored under")
+    rk.add_argument("new", help="the trajectory they belong to: its library key, path or unambiguous id")
     tx = sub.add_parser("taxonomy", help="list the bundled taxonomies, or check and show one (name or YAML/JSON file)")
     tx.add_argument("taxonomy", nargs="?", default=None)
     for sp in sub.choices.values():
         add_store_arguments(sp)
+        sp.add_argument("--catalog", default=None, help="the library's catalog, to name trajectories by id "
+                                                        "(default: ROOT/.rollscope/catalog.sqlite)")
         sp.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -88,27 +110,52 @@ def _print(obj: Any, as_json: bool, text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
+    from gui_app.core.store import StoreError
 
     cmd = args.labels_command
     if cmd == "taxonomy":
         return _taxonomy(args)
+    from gui_app.core.identity import migrate_store, resolve
+
     store = open_store_from(args, must_exist=cmd != "import", read_only=cmd in READ_ONLY)
+    catalog = open_catalog_from(args)
+    failed = False
     try:
+        if catalog is not None and not store.read_only:  # a read-only command changes nothing, not even keys
+            for note in migrate_store(store, catalog).notes():
+                print(f"rollscope: note: {note}", file=sys.stderr)
+
+        def tid(ident: str) -> str:
+            return resolve(ident, catalog)  # AmbiguousIdError: one line naming the candidates, exit 1
+
         if cmd == "import":
             from gui_app.core.export import import_labels
 
             with bar(None, "importing labels", args.json) as b:
-                res = import_labels(args.file, store, args.annotator, progress=b.update)
+                res = import_labels(args.file, store, args.annotator, progress=b.update, catalog=catalog)
+            for line in res.notes:
+                print(f"rollscope: note: {line}", file=sys.stderr)
+            for line in res.skipped:
+                print(f"rollscope: error: {line}", file=sys.stderr)
+            failed = bool(res.skipped)
             _print(res.to_dict(), args.json, f"imported {res.records} records from {res.path} as "
-                                             f"{args.annotator!r} ({res.changes} field changes)")
+                                             f"{args.annotator!r} ({res.changes} field changes)"
+                                             + (f"; {len(res.skipped)} not imported" if res.skipped else ""))
+        elif cmd == "rekey":
+            new = tid(args.new)
+            moved, conflicts = store.rekey({args.old: new}, actor="rollscope labels rekey")
+            if conflicts:
+                raise StoreError(store.path, f"{new} already has labels of the same annotators as {args.old!r}; "
+                                             f"nothing was moved")
+            _print({"moved": moved}, args.json, f"{args.old} -> {new}" if moved else "nothing to move")
         elif cmd == "list":
-            recs = store.annotations(args.trajectory, args.annotator)
+            recs = store.annotations(tid(args.trajectory) if args.trajectory else None, args.annotator)
             lines = [f"{a.trajectory_id}\t{a.annotator}\t{a.role}\t{a.verdict or '-'}\t"
                      f"step={'-' if a.root_cause_step is None else a.root_cause_step}\t{','.join(a.labels)}"
                      for a in recs]
             _print([a.to_dict() for a in recs], args.json, "\n".join(lines) or "(no records)")
         elif cmd == "show":
-            rv = store.review(args.trajectory_id)
+            rv = store.review(tid(args.trajectory_id))
             obj = {"trajectory_id": rv.trajectory_id,
                    "annotations": {k: v.to_dict() for k, v in rv.annotations.items()},
                    "final": rv.final.to_dict() if rv.final else None, "differing": rv.differing,
@@ -124,15 +171,15 @@ def run(args: argparse.Namespace) -> int:
                 lines.append(f"  override by {o.actor}: success={o.success} ({o.reason})")
             _print(obj, args.json, "\n".join(lines))
         elif cmd == "audit":
-            log = store.audit(args.trajectory_id, args.annotator)
+            log = store.audit(tid(args.trajectory_id) if args.trajectory_id else None, args.annotator)
             _print([e.__dict__ for e in log], args.json, "\n".join(
                 f"{e.at:.3f}\t{e.actor}\t{e.trajectory_id}/{e.annotator}/{e.role}\t{e.field}: "
                 f"{json.dumps(e.old)} -> {json.dumps(e.new)}" for e in log) or "(no changes)")
         elif cmd == "override":
-            o = store.override_score(args.trajectory_id, args.by, args.success, args.reason, score=args.score)
+            o = store.override_score(tid(args.trajectory_id), args.by, args.success, args.reason, score=args.score)
             _print(o.__dict__, args.json, f"{o.trajectory_id}: outcome set to success={o.success} by {o.actor}")
         elif cmd == "adjudicate":
-            f = store.adjudicate(args.trajectory_id, args.by, args.source)
+            f = store.adjudicate(tid(args.trajectory_id), args.by, args.source)
             _print(f.to_dict(), args.json, f"{f.trajectory_id}: final label from {args.source} by {args.by}")
         elif cmd == "final":
             fl = store.final_labels()
@@ -140,4 +187,6 @@ def run(args: argparse.Namespace) -> int:
                                             f"{','.join(v['labels'])}" for t, v in fl.items()) or "(no labels)")
     finally:
         store.close()
-    return 0
+        if catalog is not None:
+            catalog.close()
+    return 1 if failed else 0

@@ -1,7 +1,8 @@
 """``rollscope scan DIR [--catalog PATH] [--force] [--json]``: index a tree of trajectories into the catalog.
 
-Units that fail to load are listed (path and error) and do not change the exit status; only a missing DIR or an
-unusable catalog ends the command with status 1.
+Units that fail to load are listed (path and error), and what the walk did not recognise is counted with a few
+example paths; neither changes the exit status. Only a missing DIR or an unusable catalog ends the command with
+status 1.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
+from gui_app.commands.options import add_tasks_root, apply_tasks_root
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", help="folder to index (or a single trajectory file or folder)")
@@ -17,10 +20,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="catalog database (default: DIR/.rollscope/catalog.sqlite)")
     p.add_argument("--force", action="store_true", help="re-read every unit, even those unchanged since last scan")
     p.add_argument("--json", action="store_true",
-                   help='print one JSON object: {"trajectories", "by_format", "errors", "seconds", "skipped", ...}')
+                   help='print one JSON object: {"trajectories", "by_format", "errors", "unrecognised", "seconds", '
+                        '"skipped", ...}')
+    add_tasks_root(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    apply_tasks_root(args)
     from gui_app.commands.progress import bar
     from gui_app.core.catalog import Catalog
     from gui_app.core.errors import CatalogError
@@ -54,13 +60,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = {"trajectories": report.trajectories, "by_format": report.by_format, "errors": report.errors,
                "seconds": round(report.seconds, 3), "skipped": report.skipped, "units": report.units,
-               "removed": report.removed, "catalog": str(catalog.db_path)}
+               "removed": report.removed, "catalog": str(catalog.db_path),
+               "unrecognised": {"count": report.unrecognised, "examples": report.unrecognised_examples}}
         print(json.dumps(out, ensure_ascii=False))
         return 0
     formats = ", ".join(f"{name} {n}" for name, n in sorted(report.by_format.items())) or "none"
     print(f"{report.trajectories} trajectories in {report.units} units ({formats}) in {report.seconds:.2f} s")
     print(f"  {report.units - report.skipped} read, {report.skipped} unchanged, {report.removed} removed; "
           f"catalog: {catalog.db_path}")
+    if report.unrecognised:
+        print(f"  {report.unrecognised} file(s) or folder(s) not recognised as trajectories, e.g.:")
+        for ex in report.unrecognised_examples:
+            print(f"    {ex}")
     if report.errors:
         print(f"  {len(report.errors)} unit(s) could not be read:")
         for err in report.errors:

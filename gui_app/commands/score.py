@@ -1,13 +1,17 @@
 """``rollscope score PATH... [--json]``: score trajectories of any supported format with the reward model.
 
-Exit status: 0 when every trajectory was scored, 1 when at least one failed (each failure is one error line and
-the batch goes on), 2 when none could be scored.
+Exit status: 0 when every trajectory was scored, 1 when at least one could not be (each failure is one
+``rollscope: error: ...`` line on stderr, the batch goes on; with ``--json`` its ``{"path", "error"}`` object is on
+stdout too). A run without an instruction is such a failure: there is nothing to judge it against.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+from gui_app.commands.options import add_tasks_root, apply_tasks_root
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=None,
                    help="library root: media may be read from anywhere under it (default: the folder, when one "
                         "folder is given); media outside a trajectory's own folder and the library are not read")
+    add_tasks_root(p)
 
 
 def expand(paths: list[str]) -> list[str]:
@@ -54,6 +59,7 @@ def library_root(root: str | None, paths: list[str]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    apply_tasks_root(args)
     from gui_app.commands.progress import bar
     from gui_app.core.scoring import score_many
     from models.runtime import RewardModel
@@ -76,10 +82,14 @@ def run(args: argparse.Namespace) -> int:
             catalog.close()
     failed = 0
     for oc in outcomes:
+        if oc.result is None:
+            # Errors name their file already; prefix the item only when they do not.
+            text = oc.error if (oc.error or "").startswith(oc.key) else f"{oc.key}: {oc.error}"
+            print(f"rollscope: error: {text}", file=sys.stderr)
         if args.json:
             print(json.dumps(oc.to_json(), ensure_ascii=False))
         elif oc.result is None:
-            print(f"{oc.key}: error: {oc.error}")
+            pass
         else:
             r = oc.result
             verdict = "success" if r.success else f"failure (first error at step {r.first_error_step})"
@@ -89,6 +99,4 @@ def run(args: argparse.Namespace) -> int:
             for w in r.warnings:
                 print(f"  note: {w}")
         failed += oc.result is None
-    if failed and failed == len(outcomes):
-        return 2
     return 1 if failed else 0

@@ -166,7 +166,8 @@ def _calls_in_order(tree: ast.AST):
 
 
 def parse_action(action: str) -> ParsedAction:
-    """Parse one action string. Code with several calls is parsed from its first recognised call.
+    """Parse one action string. Code with several calls is parsed from its first recognised call (a move followed
+    by a drag is the drag).
 
     >>> parse_action("pyautogui.click(x=120, y=88)")
     ParsedAction(type='click', x=120.0, y=88.0, text=None)
@@ -183,10 +184,21 @@ def parse_action(action: str) -> ParsedAction:
     except (SyntaxError, ValueError):
         tree = None
     if tree is not None:
+        first = None
         for call in _calls_in_order(tree):
             parsed = _from_call(call)
-            if parsed is not None:
-                return parsed
+            if parsed is None:
+                continue
+            if first is None:
+                first = parsed
+                if parsed.type != "move":
+                    return parsed
+            elif parsed.type == "drag":
+                return parsed  # moveTo(start) then dragTo(end): AgentNet's and OpenCUA's way to write a drag
+            else:
+                break
+        if first is not None:
+            return first
     else:
         # Not Python as a whole (a log line, a truncated call): try each line that looks like a call.
         for line in src.splitlines():

@@ -2,8 +2,8 @@
 
 Formats save one screenshot per step, taken before the step's action (BrowserGym, AgentNet: the observation
 the agent acted on) or after it (OSWorld writes the observation ``env.step`` returns; importers mark this in
-``step.extra['screenshot_timing']``), and a recording of the whole run, but not where each step lies in that recording (OSWorld issue #223). We recover it
-from the pixels:
+``step.extra['screenshot_timing']``), and a recording of the whole run, but not where each step lies in that
+recording (OSWorld issue #223). We recover it from the pixels:
 
 1. Every screenshot and every sampled frame of the recording is shrunk to a small grayscale grid (64 px wide,
    the recording's aspect) and normalised to zero mean and unit norm, so that a dot product is a correlation
@@ -25,20 +25,43 @@ Confidence per step comes from the margin between the matched distance and the b
 matched plateau (how distinct the match is), discounted when the match itself is poor. Steps whose screenshot
 is missing or unreadable are placed by interpolating between their neighbours (``interpolated``); with no
 recording or no screenshot at all, steps are spread evenly (``even_spacing``, confidence 0).
+
+**Wall-clock timestamps first.** OSWorld's ``traj.jsonl`` stamps every action (``action_timestamp``, taken just
+before the action runs; upstream at one-second resolution, forks to the microsecond), and the recording runs on
+the same clock from an unknown start. So the whole run is placed by ONE number, the video time of the first
+action: for each candidate offset every screenshot must appear in the recording between its own action and the
+next one (plus the timestamp resolution), and the offset with the smallest summed distance wins
+(:func:`fit_offset`). Screenshot matching then only refines each step inside its timestamp's resolution (the
+moment its effect shows). Steps cannot drift apart, a screen that recurs cannot pull a step out of place, and
+the fit's own margin (how much better the best offset is than any other) says how much to trust it. Steps are
+``timestamp_offset``; confidence is the fit's times how well each screenshot matches at its place.
+
+**Flagged, not silent.** Steps whose confidence is under :data:`LOW_CONFIDENCE` are named in a warning on the
+trajectory (shown by ``inspect`` and the app) and in ``metadata['alignment']['low_confidence_steps']``.
+
+**Fast and cached.** The pass over the recording samples at most :data:`SAMPLE_FPS` frames per second and lets
+the decoder skip B-frames and the deblocking filter (``fast``; the 64-pixel matching grid cannot see the
+difference); the answer is cached (:mod:`gui_app.core.cache`) under the recording's and the steps' identity,
+so opening the run again costs nothing. ``bench/osworld_align.py`` measures both.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
+from scipy.ndimage import minimum_filter1d
 
+from gui_app.core import cache
 from gui_app.core.errors import VideoError
 from gui_app.core.timeline import spread
-from gui_app.core.trajectory import Trajectory, VideoRef
+from gui_app.core.trajectory import LOW_ALIGN_CONFIDENCE, Trajectory, VideoRef
 from gui_app.core.video import FrameSource
 
 GRID_WIDTH = 64  # matching grid width; its height follows the recording's aspect (36 for 16:9)
@@ -51,6 +74,24 @@ _MARGIN_SCALE = 0.03
 _POOR_MATCH = 0.5
 
 STORED_METHODS = ("stored", "timestamp")
+# The fast pass compares at most this many frames per second of recording (actions are seconds apart).
+SAMPLE_FPS = 6.0
+# Steps whose alignment confidence is below this are flagged (warning, metadata, the app's step table).
+LOW_CONFIDENCE = LOW_ALIGN_CONFIDENCE
+# Bumped whenever the algorithm changes, so cached answers of an older one are not served.
+ALIGN_VERSION = 2
+# A screenshot may still show its state this long after the next action began (that action's effect lags).
+_GRACE = 1.0
+# An offset this far (seconds) from the best is a different placement when measuring the fit's margin.
+_RIVAL_SECONDS = 2.0
+# A before-action screenshot of the first step shows the screen from at most this long before its action.
+_BEFORE_FIRST = 60.0
+# Distance (1 - correlation) below which two screens are the same (a moving pointer, a caret, compression).
+_NOISE = 0.0005
+# Samples in a row that must look more like a screenshot than the previous one for its screen to have begun.
+_RUN = 3
+# The fit's margin (summed distance of the best placement against the best other one) at which it is sure.
+_FIT_SCALE = 0.1
 
 
 def features(gray: np.ndarray) -> np.ndarray:
@@ -131,13 +172,91 @@ def _already_aligned(traj: Trajectory) -> bool:
     return all(s.t_start is not None and s.align_method in STORED_METHODS for s in traj.steps)
 
 
+def _present(shots: list[np.ndarray | None], have: list[int]) -> list[np.ndarray]:
+    """The features of the steps in ``have`` (those whose screenshot was read)."""
+    out = [shots[k] for k in have]
+    return [f for f in out if f is not None]
+
+
+def wall_clock(traj: Trajectory) -> tuple[list[float | None], float]:
+    """Seconds of each step's wall-clock stamp since the first stamped step, and the stamps' resolution.
+
+    Reads ``extra['wall_time']`` (ISO, as the OSWorld importer writes it); the resolution is 1 s when every raw
+    ``action_timestamp`` stops at the second (``%Y%m%d@%H%M%S``), else 1 ms.
+    """
+    walls: list[float | None] = []
+    t0: datetime | None = None
+    coarse = True
+    for s in traj.steps:
+        raw = s.extra.get("wall_time")
+        if not raw:
+            walls.append(None)
+            continue
+        t = datetime.fromisoformat(raw)
+        t0 = t if t0 is None else t0
+        walls.append((t - t0).total_seconds())
+        stamp = str(s.extra.get("action_timestamp", ""))
+        coarse = coarse and len(stamp.partition("@")[2]) <= 6
+    return walls, (1.0 if coarse else 0.001)
+
+
+def _cache_file(traj: Trajectory, params: dict[str, Any]) -> Path | None:
+    """Where the answer for this recording, these screenshots and these stamps is kept (None: not cacheable)."""
+    video = traj.video
+    try:
+        parts: list[Any] = [ALIGN_VERSION, sorted(params.items())]
+        for s in traj.steps:
+            st = os.stat(s.screenshot) if s.screenshot else None
+            parts.append((s.screenshot, st.st_size if st else None, st.st_mtime_ns if st else None,
+                          s.extra.get("wall_time"), s.extra.get("action_timestamp"),
+                          s.extra.get("screenshot_timing")))
+        key = cache.source_key(video.path, parts) if video is not None else None
+    except OSError:
+        return None
+    if key is None or video is None:
+        return None
+    return cache.cache_dir(traj.source_path or video.path, "alignment") / f"{key}.json"
+
+
+def _from_cache(traj: Trajectory, file: Path | None) -> bool:
+    doc = cache.read_json(file) if file is not None else None
+    if not isinstance(doc, dict) or len(doc.get("steps", [])) != len(traj.steps) or \
+            any(len(row) != 5 for row in doc["steps"]):
+        return False
+    video = traj.video
+    for k, v in (doc.get("video") or {}).items():
+        if getattr(video, k, None) is None:
+            setattr(video, k, v)
+    for step, (t0, t1, method, conf, act) in zip(traj.steps, doc["steps"]):
+        step.t_start, step.t_end, step.align_method, step.align_confidence = t0, t1, method, conf
+        if act is not None:
+            step.extra["t_action_video"] = act
+    if doc.get("alignment"):
+        traj.metadata["alignment"] = doc["alignment"]
+    traj.warnings.extend(w for w in doc.get("warnings", []) if w not in traj.warnings)
+    return True
+
+
+def _to_cache(traj: Trajectory, file: Path | None, warnings: list[str]) -> None:
+    if file is None:
+        return
+    v = traj.video
+    cache.write_json(file, {
+        "video": {"fps": v.fps, "frames": v.frames, "width": v.width, "height": v.height} if v else {},
+        "steps": [[s.t_start, s.t_end, s.align_method, s.align_confidence, s.extra.get("t_action_video")]
+                  for s in traj.steps],
+        "alignment": traj.metadata.get("alignment"), "warnings": warnings})
+
+
 def align_trajectory(traj: Trajectory, *, force: bool = False, max_samples: int = MAX_SAMPLES,
                      progress: Callable[[int, int], None] | None = None,
-                     cancel: Callable[[], bool] | None = None) -> None:
+                     cancel: Callable[[], bool] | None = None, fast: bool = True, use_timestamps: bool = True,
+                     use_cache: bool = True) -> None:
     """Fill every step's ``t_start``, ``t_end``, ``align_method`` and ``align_confidence``.
 
     Steps whose times the source format stored (``align_method`` ``stored`` or ``timestamp`` on every step)
     are left alone unless ``force``. The recording's ``VideoRef`` gets its fps/frames/size filled when unknown.
+    Steps placed with low confidence are named in a warning on ``traj`` and in ``metadata['alignment']``.
 
     Args:
         traj: the trajectory, changed in place.
@@ -145,6 +264,11 @@ def align_trajectory(traj: Trajectory, *, force: bool = False, max_samples: int 
         max_samples: at most this many frames are compared (every k-th frame beyond it).
         progress: called with (frames decoded, frames total) during the pass over the recording.
         cancel: polled during the pass; when it returns True the steps are left as they were.
+        fast: sample at most :data:`SAMPLE_FPS` frames a second and let the decoder skip what the matching grid
+            cannot see (False: every frame, decoded in full: the reference the benchmark compares against).
+        use_timestamps: fit one offset to the steps' wall-clock stamps when they have them (False: screenshots
+            only, as for formats without stamps).
+        use_cache: read and write the answer in the cache.
 
     Raises:
         VideoError: the recording exists but cannot be decoded.
@@ -158,6 +282,13 @@ def align_trajectory(traj: Trajectory, *, force: bool = False, max_samples: int 
         even_spacing(traj, duration=float(len(steps)))  # screenshots only: frame k is step k, 1 s each
         return
     assert video is not None
+    walls, res = wall_clock(traj)
+    stamped = use_timestamps and sum(w is not None for w in walls) >= max(1, len(steps) // 2)
+    params = {"fast": fast, "max_samples": max_samples, "timestamps": stamped}
+    file = _cache_file(traj, params) if use_cache else None
+    if file is not None and _from_cache(traj, file):
+        return
+    warnings_before = len(traj.warnings)
     with FrameSource.open(video.path, cache_bytes=0) as src:
         _fill_video_ref(video, src)
         grid = _grid(src.width, src.height)
@@ -166,40 +297,302 @@ def align_trajectory(traj: Trajectory, *, force: bool = False, max_samples: int 
             if s.screenshot and f is None:
                 traj.warnings.append(f"step {s.index}: screenshot {s.screenshot} unreadable; time interpolated")
         have = [k for k, f in enumerate(shots) if f is not None]
-        if not have:
+        if not have and not stamped:
             even_spacing(traj, duration=src.duration)
             return
         stride = max(1, math.ceil(src.frame_count / max_samples))
+        if fast:
+            stride = max(stride, int(src.fps // SAMPLE_FPS) if src.fps else 1)
         total = src.frame_count
-        shot_mat = np.stack([f for f in shots if f is not None])  # (K, G) steps with a screenshot (``have``)
         idx: list[int] = []
-        chunk: list[np.ndarray] = []
         cols: list[np.ndarray] = []  # (K, m) blocks of distances; frames' features are dropped once compared
-        for i, gray in src.iter_frames(step=stride, size=grid, gray=True):
-            idx.append(i)
-            chunk.append(features(gray))
-            if len(chunk) == 256:
+        if have:
+            shot_mat = np.stack(_present(shots, have))  # (K, G) steps with a screenshot
+            chunk: list[np.ndarray] = []
+            for i, gray in src.iter_frames(step=stride, size=grid, gray=True, fast=fast):
+                idx.append(i)
+                chunk.append(features(gray))
+                if len(chunk) == 256:
+                    cols.append(1.0 - shot_mat @ np.stack(chunk).T)
+                    chunk.clear()
+                    if progress is not None:
+                        progress(i, total)
+                if cancel is not None and cancel():
+                    return
+            if chunk:
                 cols.append(1.0 - shot_mat @ np.stack(chunk).T)
-                chunk.clear()
-                if progress is not None:
-                    progress(i, total)
-            if cancel is not None and cancel():
-                return
-        if chunk:
-            cols.append(1.0 - shot_mat @ np.stack(chunk).T)
+            if not idx:
+                raise VideoError(video.path, "no frame could be decoded for alignment")
         if progress is not None:
             progress(total, total)
-        frame_times = src.times[idx]
+        frame_times = src.times[idx] if idx else np.zeros(0)
         end = src.duration
-    if not idx:
-        raise VideoError(video.path, "no frame could be decoded for alignment")
-    dist = np.concatenate(cols, axis=1)  # (K, M) distances in [0, 2]
-    assign = monotone_assignment(dist)
-    starts, confs = _plateau_starts(dist, assign)
-    t_match = {k: float(frame_times[s]) for k, s in zip(have, starts)}
-    c_match = dict(zip(have, confs))
-    _spread_ties(have, t_match, c_match, end)
-    _write_times(traj, t_match, c_match, end)
+    dist = np.concatenate(cols, axis=1) if cols else np.zeros((0, 0))  # (K, M) distances in [0, 2]
+    if stamped:
+        _align_by_timestamps(traj, walls, res, have, dist, frame_times, end,
+                             np.stack(_present(shots, have)) if have else None)
+    else:
+        assign = monotone_assignment(dist)
+        starts, confs = _plateau_starts(dist, assign)
+        t_match = {k: float(frame_times[s]) for k, s in zip(have, starts)}
+        c_match = dict(zip(have, confs))
+        _spread_ties(have, t_match, c_match, end)
+        _write_times(traj, t_match, c_match, end)
+        traj.metadata["alignment"] = {"method": "screenshot_match"}
+    _flag_low_confidence(traj)
+    _to_cache(traj, file, traj.warnings[warnings_before:])
+
+
+def sliding_min(row: np.ndarray, n: int) -> np.ndarray:
+    """``out[j] = min(row[j:j + n])`` (inf past the end), in O(len(row)).
+
+    Args:
+        row: (M,) values.
+        n: window length (>= 1).
+    """
+    padded = np.concatenate([row, np.full(n, np.inf)])
+    return minimum_filter1d(padded, size=n, mode="constant", cval=np.inf, origin=-(n // 2))[: len(row)]
+
+
+def fit_offset(dist: np.ndarray, frame_times: np.ndarray, walls: list[float], nexts: list[float | None],
+               res: float) -> tuple[int, float]:
+    """The sample where the first stamped action happens, and how sure the placement is (0..1).
+
+    For a candidate start sample ``i0``, step ``k``'s screenshot must show between its action (``i0`` plus its
+    stamp) and the next action's effect: its cost is the best distance in that window. The best ``i0`` minimises
+    the summed cost. Windows are seconds long, so the offsets that fit form a valley as wide as their slack (the
+    effects pin the offset down afterwards, see :func:`_align_by_timestamps`); the confidence asks whether another
+    valley fits nearly as well (a different placement of the whole run): it compares the best sum with the best
+    one outside the valley and :data:`_RIVAL_SECONDS` beyond (on :data:`_FIT_SCALE`), discounted when the best
+    match is poor.
+
+    Args:
+        dist: (K, M) distances of the K stamped steps with a screenshot to the M sampled frames.
+        frame_times: (M,) times of the samples.
+        walls: (K,) when each screenshot's screen can first be on it: the stamp of the action it shows the
+            result of, seconds since the first stamp of the run.
+        nexts: (K,) the stamp of the action that ends it (None: it may last to the end of the recording).
+        res: the stamps' resolution (the true action time lies in ``[stamp, stamp + res)``).
+    """
+    k_steps, m = dist.shape
+    dt = float(np.median(np.diff(frame_times))) if m > 1 else 1.0
+    total = np.zeros(m)
+    for k in range(k_steps):
+        shift = int(round(walls[k] / dt))
+        nxt = nexts[k]
+        if nxt is None:
+            win = np.minimum.accumulate(dist[k][::-1])[::-1]  # from the action to the end of the recording
+        else:
+            n = max(1, int(round((nxt - walls[k] + res + _GRACE) / dt)))
+            win = sliding_min(dist[k], n)
+        # cost[i0] = win[i0 + shift]; a step pushed past the end of the recording matches nothing there.
+        cost = np.full(m, 1.0)
+        lo = max(0, -shift)
+        hi = min(m, m - shift)
+        if hi > lo:
+            cost[lo:hi] = np.minimum(win[lo + shift:hi + shift], 1.0)
+        total += cost
+    best = int(np.argmin(total))
+    # The valley: the offsets around the best whose sum stays within noise of it (half a match margin a step).
+    near = total <= total[best] + 0.5 * _MARGIN_SCALE * k_steps
+    a = best
+    while a > 0 and near[a - 1]:
+        a -= 1
+    b = best
+    while b + 1 < m and near[b + 1]:
+        b += 1
+    rival = int(round(_RIVAL_SECONDS / dt))
+    others = np.concatenate([total[:max(0, a - rival)], total[b + rival + 1:]])
+    # Summed, not per step: every step a rival placement fits worse is evidence against it, and a run whose
+    # steps mostly stay on one screen for long (where a shift costs nothing) must not drown the others.
+    margin = float(others.min()) - float(total[best]) if others.size else 1.0
+    quality = min(1.0, max(0.0, 1.0 - float(total[best]) / k_steps / _POOR_MATCH))
+    return best, float((1.0 - math.exp(-max(0.0, margin) / _FIT_SCALE)) * quality)
+
+
+def _effects(dist: np.ndarray, frame_times: np.ndarray, offset: float, rows: list[tuple[int, float, float]],
+             shots: np.ndarray, res: float, end: float) -> dict[int, tuple[float, float, bool]]:
+    """Where each screenshot's screen first shows in the recording, near where the fitted offset puts it.
+
+    Args:
+        dist: (K, M) distances.
+        frame_times: (M,) sample times.
+        offset: video time of the first stamp (the coarse fit).
+        rows: (row, stamp from which its screen can show, stamp by which it ends, or the recording's end) per
+            screenshot.
+        shots: (K, G) the screenshots' features (to tell a visible effect from none).
+        res: stamp resolution.
+        end: recording length.
+
+    Returns:
+        row -> (time the step's screen first shows, best distance there, whether the screen changed there: its
+        screenshot differs from the previous one and the match starts inside the window, not before it).
+    """
+    out: dict[int, tuple[float, float, bool]] = {}
+    for r, w, w_next in rows:
+        d = dist[r]
+        lo = offset + w - res - _GRACE
+        hi = min(offset + w_next + res + _GRACE, end)
+        win = np.flatnonzero((frame_times >= lo) & (frame_times <= hi))
+        if not win.size:
+            continue
+        j = int(win[np.argmin(d[win])])
+        best = float(d[j])
+        if r == 0:
+            # No screenshot before it: its screen starts where frames stop matching it as well as its best frame.
+            thr = best + 0.5 * max(0.0, float(np.median(d)) - best)
+            a, _ = _run_around(d, j, thr, lo=int(win[0]))
+            out[r] = (float(frame_times[a]), best, bool(a > win[0]))
+            continue
+        # The screen before this one is the previous screenshot's: it starts at the first frame from which the
+        # frames look more like this screenshot than like that one (for a few samples running), a test the
+        # pointer and the caret disturb equally on both sides, so typing a few characters is found too. A screen
+        # identical to the previous one (a WAIT, a click on nothing) has no moment of its own.
+        differs = float(1.0 - shots[r] @ shots[r - 1]) > _NOISE
+        closer = d[win] < dist[r - 1][win]
+        run = np.convolve(closer.astype(np.int32), np.ones(_RUN, np.int32), mode="full")[_RUN - 1:]
+        starts = np.flatnonzero(run >= min(_RUN, len(closer)))
+        a = int(win[starts[0]]) if starts.size else int(win[0])
+        out[r] = (float(frame_times[a]), best, bool(differs and a > win[0]))
+    return out
+
+
+def _agreement(best: float, row: np.ndarray) -> float:
+    """How surely a screenshot shows where its timestamp puts it: its best distance there against how far the
+    run's other screens are from it (the 90th percentile of its distances to every sampled frame). Screens of one
+    app share most pixels, so an absolute scale would pass a screen that never appears; this one does not."""
+    far = float(np.percentile(row, 90))
+    if far <= 1e-6:
+        return 0.0
+    return min(1.0, max(0.0, 1.0 - best / (0.5 * far)))
+
+
+def _align_by_timestamps(traj: Trajectory, walls: list[float | None], res: float, have: list[int],
+                         dist: np.ndarray, frame_times: np.ndarray, end: float,
+                         shots: np.ndarray | None = None) -> None:
+    """Place steps by their stamps plus one fitted offset; screenshots refine within the stamp's resolution.
+
+    Two stages: :func:`fit_offset` finds the placement (the offset to within the windows' slack), then the
+    moments the steps' effects appear pin it down: an action runs at its stamp plus the offset and its effect
+    shows at most a moment later, so the offset is the smallest (effect - stamp) over the steps whose screen
+    visibly changed (outliers more than the windows' slack below the median dropped). Each step then ends when
+    its result shows (between its action and the next), or at its action when the screen did not change, and
+    starts where the previous one ended (the first at the start of the recording): a step spans from its
+    observation to its result, as native recordings and screenshot matching have it. The action's own moment is
+    ``extra['t_action_video']``.
+    """
+    steps = traj.steps
+    n = len(steps)
+    known = {k: w for k, w in enumerate(walls) if w is not None}
+    # Steps without a stamp get one between their neighbours', by position (a line the harness wrote oddly).
+    w_all: list[float] = []
+    for k in range(n):
+        wk = walls[k]
+        if wk is not None:
+            w_all.append(wk)
+            continue
+        prev = max((j for j in known if j < k), default=None)
+        nxt = min((j for j in known if j > k), default=None)
+        if prev is not None and nxt is not None:
+            w_all.append(known[prev] + (known[nxt] - known[prev]) * (k - prev) / (nxt - prev))
+        elif prev is not None or nxt is not None:
+            w_all.append(known[prev if prev is not None else nxt])  # type: ignore[index]  # one of them is set
+        else:
+            w_all.append(0.0)
+
+    def next_wall(k: int) -> float | None:
+        return next((w_all[j] for j in range(k + 1, n) if w_all[j] > w_all[k]), None)
+
+    # Which action's result each screenshot shows, and the stamps bounding when it can be on screen: taken after
+    # its step's action (OSWorld), it shows from that action to the next; taken before (the observation the
+    # agent acted on), from the previous action to its own.
+    before = all(steps[k].extra.get("screenshot_timing") == "before_action" for k in have) and bool(have)
+    fit_rows = [r for r, k in enumerate(have) if walls[k] is not None]
+    shows: dict[int, int | None] = {}
+    bounds: dict[int, tuple[float, float | None]] = {}
+    for r in fit_rows:
+        k = have[r]
+        if before:
+            shows[r] = k - 1 if k > 0 else None
+            bounds[r] = (w_all[k - 1] if k > 0 else w_all[k] - _BEFORE_FIRST, w_all[k])
+        else:
+            shows[r] = k
+            bounds[r] = (w_all[k], next_wall(k))
+    effects: dict[int, tuple[float, float, bool]] = {}
+    if fit_rows:
+        i0, fit_conf = fit_offset(dist[fit_rows], frame_times, [bounds[r][0] for r in fit_rows],
+                                  [bounds[r][1] for r in fit_rows], res)
+        offset = float(frame_times[i0])
+        if shots is not None:
+            # Twice: the fit's offset may be off by the windows' slack, so the first pass's windows can miss a
+            # short-lived screen; the second looks again around the offset the effects gave.
+            for _ in range(2):
+                rows = [(r, lo_w, hi_w if hi_w is not None else end - offset) for r, (lo_w, hi_w) in bounds.items()]
+                effects = _effects(dist, frame_times, offset, rows, shots, res, end)
+                deltas = np.array([effects[r][0] - w_all[k] for r, k in shows.items()
+                                   if k is not None and r in effects and effects[r][2]])
+                if not deltas.size:
+                    break
+                keep = deltas[deltas >= np.median(deltas) - res - _GRACE]
+                offset = float(keep.min())
+            if deltas.size:
+                # The effects themselves say whether the offset is right: each visible result must show within
+                # the stamp's resolution (plus a redraw's grace) after its action. Steps that agree are
+                # independent evidence (1 - e^(-n/2): 0.63 for two, 0.92 for five), scaled by the share that do.
+                agree = int(((deltas >= offset - 1e-6) & (deltas <= offset + res + _GRACE)).sum())
+                fit_conf = max(fit_conf, (1.0 - math.exp(-agree / 2.0)) * agree / deltas.size)
+    else:
+        offset, fit_conf = 0.0, 0.0  # stamps but no screenshot to anchor them: the recording's start
+    result_row = {k: r for r, k in shows.items() if k is not None}
+    # A step spans from the moment its observation is on screen (the previous step's result) to the moment its
+    # own result is (the same convention as native recordings and screenshot matching: the model's keyframe is
+    # the frame at a step's end). The action itself runs at its stamp plus the offset, kept as t_action_video.
+    acts = [offset + w_all[k] for k in range(n)]
+    results: list[float] = []
+    confs: list[float] = []
+    row_of = {k: r for r, k in enumerate(have)}
+    for k in range(n):
+        t = acts[k]  # no visible result: the screen is the same before and after, any moment from the action on
+        conf = fit_conf * 0.5  # the stamp alone: no screenshot says the step is where it says
+        own = row_of.get(k)
+        rr = result_row.get(k)
+        if rr is not None and rr in effects and effects[rr][2]:
+            # Its result shows then; it cannot show before the action nor after the next action ran.
+            hi = acts[k + 1] + res if k + 1 < n else end
+            t = min(max(effects[rr][0], acts[k]), hi)
+        if own is not None and own in effects:
+            conf = fit_conf * _agreement(effects[own][1], dist[own])
+        elif own is not None:
+            conf = 0.0  # its window lies outside the recording
+        results.append(t)
+        confs.append(conf)
+    for k in range(1, n):  # stamps within one second may be refined out of order: keep the run's order
+        results[k] = max(results[k], results[k - 1])
+    for k, step in enumerate(steps):
+        step.t_end = max(0.0, min(results[k], end))
+        step.t_start = min(step.t_end, max(0.0, results[k - 1])) if k > 0 else 0.0
+        step.extra["t_action_video"] = round(min(max(acts[k], 0.0), end), 4)
+        step.align_method = "timestamp_offset" if walls[k] is not None else "interpolated"
+        step.align_confidence = round(confs[k] if walls[k] is not None else 0.0, 4)
+    traj.metadata["alignment"] = {"method": "timestamp_offset", "offset": round(offset, 4),
+                                  "fit_confidence": round(fit_conf, 4), "resolution": res}
+    if fit_conf < LOW_CONFIDENCE:
+        traj.warnings.append(f"{traj.source_path}: the offset between the action timestamps and the recording is "
+                             f"uncertain (fit confidence {fit_conf:.2f}): step times may all be shifted")
+
+
+def _flag_low_confidence(traj: Trajectory) -> None:
+    """Name the uncertain steps in a warning and in ``metadata['alignment']``: a wrong place must not pass
+    unnoticed (the viewer would show the wrong frames, the model would judge the wrong keyframes)."""
+    low = traj.alignment_summary()["low_confidence_steps"]
+    traj.metadata.setdefault("alignment", {})["low_confidence_steps"] = low
+    if not low:
+        return
+    by_index = {s.index: s for s in traj.steps}
+    listed = ", ".join(f"{k} ({by_index[k].align_confidence:.2f})" for k in low[:10])
+    more = f" and {len(low) - 10} more" if len(low) > 10 else ""
+    traj.warnings.append(f"{traj.source_path}: {len(low)} of {len(traj.steps)} steps placed in the recording with "
+                         f"low confidence (< {LOW_CONFIDENCE}): steps {listed}{more}; check them against the video")
 
 
 def _plateau_starts(dist: np.ndarray, assign: np.ndarray) -> tuple[list[int], list[float]]:

@@ -7,7 +7,9 @@ modification time did not change and drop the rows of units that disappeared. :m
 library view: filtered, sorted and searched rows with the latest reward-model score joined.
 
 Rows are keyed by what :func:`gui_app.core.formats.load` accepts: the unit path, or ``PATH#N`` for the N-th
-trajectory of a multi-trajectory file.
+trajectory of a multi-trajectory file. Each row also carries its library key (``ref``: the unit's path relative to
+the library root, see :mod:`gui_app.core.identity`), which labels are keyed by and which survives moving the
+library: a rescan after a move carries each score over to the row with the same key.
 
 The schema is the numbered SQL files in ``gui_app/core/migrations/catalog/`` (:data:`MIGRATIONS`), applied by the one
 migration runner (:mod:`gui_app.core.db`, shared with the annotation store), so a catalog is always at a whole
@@ -35,6 +37,7 @@ from typing import Any, NamedTuple
 
 from gui_app.core import db
 from gui_app.core.errors import CatalogError, RollscopeError, clip
+from gui_app.core.identity import library_key
 from gui_app.core.score import Score
 from gui_app.core.trajectory import Trajectory
 
@@ -45,6 +48,8 @@ CATALOG_NAME = "catalog.sqlite"
 MIGRATIONS: tuple[db.Migration, ...] = db.load_migrations(db.MIGRATIONS_ROOT / "catalog")
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
+# Paths of unrecognised files and folders a scan report lists (the count covers all of them).
+_UNRECOGNISED_EXAMPLES = 5
 # Units read per write transaction: large enough to be fast, small enough that a cancel or a crash loses little.
 _BATCH_UNITS = 256
 _BATCH_SECONDS = 1.0
@@ -61,14 +66,14 @@ _BOOL_TYPE = "rollscope_bool"
 sqlite3.register_converter(_BOOL_TYPE, defaultdict(lambda: True, {b"0": False}).__getitem__)
 _COLUMNS = f"""t.key, t.id, t.path, t.format, t.instruction, t.task, t.n_steps, t.duration,
     t.success AS "success [{_BOOL_TYPE}]", t.score, t.outcome_source, t.p_success, t.first_error_step, t.error,
-    t.threshold, t.model_success AS "model_success [{_BOOL_TYPE}]\""""
+    t.threshold, t.model_success AS "model_success [{_BOOL_TYPE}]", t.ref"""
 _SELECT = f"SELECT {_COLUMNS} FROM trajectories t"
 # A score's columns, as set_score writes them and latest_score reads them.
 _SCORE_COLUMNS = ("key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, "
                   "keyframe_steps, mask_shapes, masks, threshold, success, ood, warnings, seconds, timings")
 # The columns a scan writes (the score columns are the triggers' business).
 _SCAN_COLUMNS = ("key, id, path, format, instruction, task, app, n_steps, duration, success, score, outcome_source, "
-                 "has_video, error, warnings, scanned_at, search")
+                 "has_video, error, warnings, scanned_at, search, ref")
 
 
 class CatalogRow(NamedTuple):
@@ -92,6 +97,8 @@ class CatalogRow(NamedTuple):
         threshold: the decision threshold of the model that made the latest score (None: never scored, or scored
             before the catalog kept thresholds).
         model_success: the latest score's verdict (:attr:`gui_app.core.score.Score.success`), None when unknown.
+        ref: the library key (the unit's path within the library, ``#N`` for a multi-trajectory file): unique and
+            stable, what labels are keyed by (:mod:`gui_app.core.identity`).
 
     The rest of what the catalog knows of a trajectory (app, video, warnings, scoring model) is in
     :meth:`Catalog.info`; keeping rows to these fields keeps a 10,000-row query fast.
@@ -113,6 +120,7 @@ class CatalogRow(NamedTuple):
     error: str | None
     threshold: float | None
     model_success: bool | None
+    ref: str = ""
 
 
 def pack_masks(masks: Sequence[Any]) -> tuple[str, bytes]:
@@ -170,6 +178,11 @@ class ScanReport:
         units: units found under the root.
         removed: units that disappeared since the last scan (their rows are gone).
         cancelled: the scan stopped early on request; what was read so far is kept.
+        unrecognised: files and folders the walk passed over without finding a unit in them (data files no
+            importer claims, folders with files but no trajectory, hidden folders), so nothing is dropped unsaid.
+        unrecognised_examples: the first few of them, as ``"path (why)"``.
+        notes: what the caller wants the user to read about the scan (labels that could not follow their
+            trajectory to its library key, for one).
     """
 
     trajectories: int = 0
@@ -180,6 +193,9 @@ class ScanReport:
     units: int = 0
     removed: int = 0
     cancelled: bool = False
+    unrecognised: int = 0
+    unrecognised_examples: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -249,13 +265,19 @@ class Catalog:
 
     Args:
         db_path: the SQLite file (created with its folder when missing).
+        library_root: the folder library keys are relative to (see :mod:`gui_app.core.identity`); default: the
+            folder holding ``.rollscope/`` when the file is ``.../.rollscope/catalog.sqlite``, else none (keys
+            stay absolute).
 
     Raises:
         CatalogError: the file cannot be created or opened, is not a catalog, or was written by a newer Rollscope.
     """
 
-    def __init__(self, db_path: str | Path):
+    def __init__(self, db_path: str | Path, library_root: str | Path | None = None):
         self.db_path = Path(db_path)
+        if library_root is None and self.db_path.parent.name == CATALOG_DIR:
+            library_root = self.db_path.parent.parent
+        self.library_root = Path(os.path.abspath(library_root)) if library_root is not None else None
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
@@ -319,6 +341,36 @@ class Catalog:
             db.migrate(conn, MIGRATIONS)
         except db.MigrationError as exc:
             raise CatalogError(f"{self.db_path}: {exc}") from exc
+        self._backfill_refs(conn)
+
+    def _backfill_refs(self, conn: sqlite3.Connection) -> None:
+        """Give rows written before library keys existed (migration 6) their key; a no-op once every row has one.
+        Not a SQL migration: the key is the row's path relative to the library root, which only this object
+        knows."""
+        try:
+            rows = conn.execute("SELECT key FROM trajectories WHERE ref IS NULL").fetchall()
+        except sqlite3.Error as exc:
+            raise CatalogError(f"{self.db_path}: cannot read the catalog: {exc}") from exc
+        if not rows:
+            return
+
+        def write() -> None:
+            conn.executemany("UPDATE trajectories SET ref = ? WHERE key = ?",
+                             [(library_key(k, self.library_root), k) for (k,) in rows])
+
+        self._rows_write(conn, write, "cannot give existing rows their library keys")
+
+    def _rows_write(self, conn: sqlite3.Connection, fn: Callable[[], None], what: str) -> None:
+        """Run ``fn``'s writes to the trajectory rows as one transaction that also bumps the rows' version."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            fn()
+            conn.execute("UPDATE meta SET rows_version = rows_version + 1")
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise CatalogError(f"{self.db_path}: {what}: {exc}") from exc
 
     @property
     def schema_version(self) -> int:
@@ -378,8 +430,13 @@ class Catalog:
         report = ScanReport()
         conn = self._conn()
 
+        def passed_over(path: Path, why: str) -> None:
+            report.unrecognised += 1
+            if len(report.unrecognised_examples) < _UNRECOGNISED_EXAMPLES:
+                report.unrecognised_examples.append(f"{path} ({why})")
+
         units: list[tuple[str, Any]] = []
-        for unit, imp in formats.find_units(root):
+        for unit, imp in formats.find_units(root, unrecognised=passed_over):
             if cancel is not None and cancel():
                 report.cancelled = True
                 break
@@ -414,7 +471,7 @@ class Catalog:
                     if progress is not None:
                         progress(done, total, path)
                     continue
-                trajs, err = self._load_unit(Path(path), imp, root)
+                trajs, err = self._load_unit(Path(path), imp, self.library_root or root)
             rows = self._unit_rows(path, imp.name, trajs, err, time.time())
             batch.append((path, imp.name, sig, rows))
             row_error = rows[0][13] if len(rows) == 1 else None  # the error column: set on a unit's one error row
@@ -435,6 +492,7 @@ class Catalog:
                 with self._reading():
                     gone |= self._units_outside(conn, str(root))
             if gone:
+                self._carry_scores(conn, sorted(gone))
                 self._remove_units(conn, sorted(gone))
             report.removed = len(gone)
         report.seconds = time.perf_counter() - t0
@@ -494,22 +552,39 @@ class Catalog:
             paths.append((stored,))
             file_rows.append((stored, fmt, size, mtime, n_entries, now))
             traj_rows.extend(rows)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+
+        def write() -> None:
             conn.executemany("DELETE FROM trajectories WHERE path = ?", paths)
             conn.executemany(f"INSERT OR REPLACE INTO trajectories ({_SCAN_COLUMNS}) "
-                             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                              traj_rows)
             conn.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)", file_rows)
-            conn.execute("UPDATE meta SET rows_version = rows_version + 1")
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise CatalogError(f"{self.db_path}: cannot write the catalog: {exc}") from exc
 
-    @staticmethod
-    def _unit_rows(path: str, fmt: str, trajs: list[Trajectory] | None, err: str | None,
+        self._rows_write(conn, write, "cannot write the catalog")
+
+    def _carry_scores(self, conn: sqlite3.Connection, paths: list[str]) -> None:
+        """Before the rows of vanished units go, give their scores to the rows now holding the same library key:
+        the library moved (or was copied) with its ``.rollscope``, its units did not change."""
+        moves = conn.execute(
+            "SELECT old.key, new.key FROM trajectories old JOIN trajectories new ON new.ref = old.ref "
+            f"AND new.key != old.key WHERE old.path IN ({','.join('?' * len(paths))}) "
+            "AND new.path NOT IN (SELECT value FROM json_each(?))", (*paths, json.dumps(paths))).fetchall()
+        if not moves:
+            return
+
+        def write() -> None:
+            for old, new in moves:
+                if conn.execute("SELECT 1 FROM scores WHERE key = ?", (new,)).fetchone():
+                    continue  # the row at the new place was scored itself: its own scores win
+                conn.execute("UPDATE scores SET key = ? WHERE key = ?", (new, old))
+                conn.execute("UPDATE latest_scores SET key = ? WHERE key = ?", (new, old))
+                conn.execute("UPDATE trajectories SET (p_success, first_error_step, score_id, threshold, "
+                             "model_success) = (SELECT p_success, first_error_step, score_id, threshold, success "
+                             "FROM latest_scores WHERE key = ?) WHERE key = ?", (new, new))
+
+        self._rows_write(conn, write, "cannot carry scores over to moved units")
+
+    def _unit_rows(self, path: str, fmt: str, trajs: list[Trajectory] | None, err: str | None,
                    now: float) -> list[tuple[Any, ...]]:
         """The trajectory rows of one unit: one per trajectory, or one carrying the error; every value one SQLite
         can store (see :func:`_sql_value`), so one unit's odd value never fails the batch it is written with."""
@@ -520,7 +595,8 @@ class Catalog:
         def error_row(text: str | None) -> list[tuple[Any, ...]]:
             name = os.path.basename(path.rstrip(os.sep)) or path
             return [tuple(map(_sql_value, (path, name, path, fmt, "", None, None, None, None, None, None, None, 0,
-                                           clip(text or f"{path}: holds no trajectory"), 0, now, name.lower())))]
+                                           clip(text or f"{path}: holds no trajectory"), 0, now, name.lower(),
+                                           library_key(path, self.library_root))))]
 
         if trajs is None:
             return error_row(err)
@@ -530,29 +606,26 @@ class Catalog:
             for i, t in enumerate(trajs):
                 key = f"{path}#{i}" if multi else path
                 task = _task_of(t)
-                search = " ".join(x for x in (t.id, t.instruction, task) if x).lower()
+                ref = library_key(key, self.library_root)
+                search = " ".join(x for x in (t.id, t.instruction, task, ref) if x).lower()
                 success = t.outcome.success
                 rows.append(tuple(map(_sql_value, (
                     key, t.id, path, fmt, t.instruction or "", task, t.app, t.n_steps, t.duration,
                     None if success is None else int(success), t.outcome.score, t.outcome.source,
-                    int(t.video is not None), None, len(t.warnings), now, search))))
+                    int(t.video is not None), None, len(t.warnings), now, search, ref))))
         except Exception as exc:  # noqa: BLE001 -- a unit whose fields will not make a row is an error row
             return error_row(f"{path}: cannot be indexed: {_error_text(exc)}")
         return rows
 
     def _remove_units(self, conn: sqlite3.Connection, paths: list[str]) -> None:
         args = [(p,) for p in paths]
-        try:
-            conn.execute("BEGIN IMMEDIATE")
+
+        def write() -> None:
             conn.executemany("DELETE FROM scores WHERE key IN (SELECT key FROM trajectories WHERE path = ?)", args)
             conn.executemany("DELETE FROM trajectories WHERE path = ?", args)
             conn.executemany("DELETE FROM files WHERE path = ?", args)
-            conn.execute("UPDATE meta SET rows_version = rows_version + 1")
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise CatalogError(f"{self.db_path}: cannot write the catalog: {exc}") from exc
+
+        self._rows_write(conn, write, "cannot write the catalog")
 
     # -- reading ---------------------------------------------------------------------------------------------
 
@@ -685,10 +758,37 @@ class Catalog:
             return int(self._conn().execute(f"SELECT COUNT(*) FROM trajectories t {where}", args).fetchone()[0])
 
     def get(self, key: str) -> CatalogRow | None:
-        """The row of one trajectory, or None when the catalog does not hold ``key``."""
+        """The row of one trajectory by its key (a path, as :func:`gui_app.core.formats.load` takes it) or its
+        library key; None when the catalog holds neither."""
         with self._reading():
-            row = self._conn().execute(f"{_SELECT} WHERE t.key = ?", (str(key),)).fetchone()
+            conn = self._conn()
+            row = conn.execute(f"{_SELECT} WHERE t.key = ?", (str(key),)).fetchone()
+            if row is None:
+                row = conn.execute(f"{_SELECT} WHERE t.ref = ?", (str(key),)).fetchone()
         return None if row is None else _row(row)
+
+    def find(self, ident: str) -> list[CatalogRow]:
+        """The rows ``ident`` may name: the one whose key or library key it is, else every row whose own id
+        (the format's) it is. More than one row means the id is ambiguous (see :func:`gui_app.core.identity.
+        resolve`)."""
+        row = self.get(ident)
+        if row is not None:
+            return [row]
+        with self._reading():
+            return _rows(self._conn().execute(f"{_SELECT} WHERE t.id = ? ORDER BY t.ref", (str(ident),)))
+
+    def refs(self) -> set[str]:
+        """Every library key in the catalog."""
+        with self._reading():
+            return {r for (r,) in self._conn().execute("SELECT ref FROM trajectories WHERE ref IS NOT NULL")}
+
+    def ref_of(self, key: str) -> str:
+        """The library key of a catalog key (computed from the library root when the catalog does not hold it)."""
+        with self._reading():
+            row = self._conn().execute("SELECT ref FROM trajectories WHERE key = ?", (str(key),)).fetchone()
+        if row is not None and row[0]:
+            return row[0]
+        return library_key(key, self.library_root)
 
     def info(self, key: str) -> dict[str, Any] | None:
         """Everything the catalog holds on one trajectory: its row's fields plus ``app``, ``has_video``,
@@ -796,11 +896,11 @@ _new_row = partial(tuple.__new__, CatalogRow)
 
 
 def _rows(cursor: Iterable[tuple[Any, ...]]) -> list[CatalogRow]:
-    """Rows from a cursor over :data:`_COLUMNS` (every tuple has exactly those 16 fields, in order)."""
+    """Rows from a cursor over :data:`_COLUMNS` (every tuple has exactly those 17 fields, in order)."""
     return list(map(_new_row, cursor))
 
 
-_TEXT_FIELDS = {"key", "id", "path", "format", "instruction", "task", "outcome_source", "error"}
+_TEXT_FIELDS = {"key", "id", "path", "format", "instruction", "task", "outcome_source", "error", "ref"}
 # Sortable column -> its index in CatalogRow.
 _SORT_KEYS: dict[str, int] = {name: i for i, name in enumerate(CatalogRow._fields)}
 

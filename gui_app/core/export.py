@@ -632,9 +632,12 @@ class ImportResult:
     path: str
     records: int
     changes: int
+    skipped: list[str] = field(default_factory=list)  # why each record not imported was left out
+    notes: list[str] = field(default_factory=list)  # what was imported but deserves a look
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "records": self.records, "changes": self.changes}
+        return {"path": self.path, "records": self.records, "changes": self.changes, "skipped": self.skipped,
+                "notes": self.notes}
 
 
 def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -774,7 +777,7 @@ def row_fields(row: dict[str, Any]) -> frozenset[str]:
 
 
 def import_labels(path: str | Path, store: AnnotationStore, annotator: str,
-                  progress: Progress | None = None) -> ImportResult:
+                  progress: Progress | None = None, catalog: Any = None) -> ImportResult:
     """Read labels from CSV / JSONL / Parquet into ``store`` under ``annotator``.
 
     The whole file is parsed and checked first; nothing is written if any row is bad (the error names the file,
@@ -783,22 +786,40 @@ def import_labels(path: str | Path, store: AnnotationStore, annotator: str,
     the stored record as it is at that moment, so an edit made while the file was read is never reverted, and a
     killed import changes nothing.
 
+    With the library's ``catalog``, each row's trajectory may be named by its library key, its path or its own
+    id (:func:`gui_app.core.identity.resolve`): labels are stored under the library key. A row whose id several
+    trajectories share is not imported (``skipped`` says which trajectories; give one's key); a row naming no
+    trajectory of the catalog is imported under the name given, with a note (its trajectory may not be scanned).
+
     Raises:
         AnnotationError: unreadable file, bad value or a trajectory listed twice.
     """
+    from gui_app.core.identity import AmbiguousIdError, resolve
+
     if not annotator:
         raise AnnotationError("", "annotator", "an import needs --annotator NAME")
     path = Path(path)
     rows = _read_rows(path)
     seen: dict[str, int] = {}
     records: list[tuple[Annotation, frozenset[str]]] = []
+    skipped: list[str] = []
+    notes: list[str] = []
     for line, row in rows:
         a = row_to_annotation(row, annotator, None, str(path), line)
-        if a.trajectory_id in seen:
-            raise AnnotationError(a.trajectory_id, "trajectory_id",
-                                  f"listed twice (also at {seen[a.trajectory_id]}); one record per trajectory",
-                                  str(path), line)
-        seen[a.trajectory_id] = line
+        tid = a.trajectory_id
+        if catalog is not None:
+            try:
+                tid = resolve(a.trajectory_id, catalog)
+            except AmbiguousIdError as exc:
+                if exc.refs:
+                    skipped.append(f"{path}:{line}: field 'trajectory_id': {exc}")
+                    continue
+                notes.append(f"{path}:{line}: field 'trajectory_id': {exc}; imported under that name")
+        if tid in seen:
+            raise AnnotationError(tid, "trajectory_id",
+                                  f"listed twice (also at {seen[tid]}); one record per trajectory", str(path), line)
+        seen[tid] = line
+        a.trajectory_id = tid
         records.append((a, row_fields(row)))
     changes = store.merge(records, actor=annotator, progress=progress)
-    return ImportResult(str(path), len(records), changes)
+    return ImportResult(str(path), len(records), changes, skipped, notes)

@@ -72,13 +72,16 @@ def catalog_for(path: str | Path) -> tuple[Catalog, Path]:
 
     base, _ = split_selector(path)
     root = base.resolve()
-    if root.is_dir() and not is_single_unit(root):
+    single = not root.is_dir() or is_single_unit(root)
+    if not single:
         try:
             return Catalog.for_root(root), root
         except CatalogError:
             pass  # e.g. a read-only folder: keep its index beside the settings instead
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:16]
-    return Catalog(config_dir() / "catalogs" / f"{digest}.sqlite"), root
+    # Library keys are relative to where the labels go: one trajectory labels into the folder holding it.
+    return Catalog(config_dir() / "catalogs" / f"{digest}.sqlite", library_root=root.parent if single else root), \
+        root
 
 
 def open_library(path: str | Path) -> Library:
@@ -99,7 +102,20 @@ def open_library(path: str | Path) -> Library:
         library.store = open_store(root=root.parent if single else root)
     except RollscopeError as exc:  # labels are optional for viewing: say why and go on
         library.notes.append(f"labels cannot be saved here: {exc}")
+        return library
+    library.notes += migrate_labels(library.store, catalog)
     return library
+
+
+def migrate_labels(store: AnnotationStore, catalog: Catalog) -> list[str]:
+    """Move labels keyed by a format's own id to their library key (see :mod:`gui_app.core.identity`); the notes
+    name the labels that could not be moved. Run when a library opens and after each scan (new rows)."""
+    from gui_app.core.identity import migrate_store
+
+    try:
+        return migrate_store(store, catalog).notes()
+    except RollscopeError as exc:
+        return [f"labels not moved to the library's keys: {exc}"]
 
 
 def store_label_status(store: AnnotationStore) -> LabelStatusFn:
@@ -115,7 +131,7 @@ def store_label_status(store: AnnotationStore) -> LabelStatusFn:
 
     def status(rows: Sequence[CatalogRow]) -> dict[str, str]:
         labelled = set(store.trajectory_ids())
-        wanted = {row.id for row in rows} & labelled
+        wanted = {row.ref or row.id for row in rows} & labelled  # labels are keyed by the library key
         by_id: dict[str, list[Annotation]] | None = None
         if len(wanted) > _BULK_STATUS:
             by_id = {}
@@ -124,9 +140,10 @@ def store_label_status(store: AnnotationStore) -> LabelStatusFn:
                     by_id.setdefault(a.trajectory_id, []).append(a)
         out: dict[str, str] = {}
         for row in rows:
-            if row.id not in wanted:
+            tid = row.ref or row.id
+            if tid not in wanted:
                 continue
-            records = by_id.get(row.id, []) if by_id is not None else store.annotations(row.id)
+            records = by_id.get(tid, []) if by_id is not None else store.annotations(tid)
             # A record with neither verdict nor labels is a trajectory merely opened in the label panel.
             anns = [a for a in records if a.verdict or a.labels]
             final = [a for a in anns if a.role == "adjudicator"]

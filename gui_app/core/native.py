@@ -1,6 +1,6 @@
 """The native on-disk format: a directory holding ``trajectory.json`` plus ``video.mp4`` and/or ``frames/``.
 
-``trajectory.json`` follows ``resources/schema/trajectory.schema.json`` (``schema_version`` 1). Media paths are
+``trajectory.json`` follows ``gui_app/resources/schema/trajectory.schema.json`` (``schema_version`` 1). Media paths are
 stored relative to the directory; in memory they are absolute. Saving is atomic (write to a temp file, then
 rename), so a crash never leaves a half-written trajectory behind.
 """
@@ -27,7 +27,8 @@ from gui_app.core.trajectory import Outcome, Step, Trajectory, VideoRef
 
 SCHEMA_VERSION = 1
 FILENAME = "trajectory.json"
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "resources" / "schema" / "trajectory.schema.json"
+# Inside the package (gui_app/resources/), so a plain `pip install .` ships it.
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "resources" / "schema" / "trajectory.schema.json"
 
 _STEP_FIELDS = ("index", "t_start", "t_end", "action", "action_type", "x", "y", "text", "thought", "screenshot",
                 "reward", "align_method", "align_confidence", "extra")

@@ -28,6 +28,12 @@ ORDERINGS: dict[str, str] = {
 DEFAULT_ORDER = ("failures", "disagreement", "uncertain")
 
 
+def _item_id(row: Any) -> Any:
+    """What a queue item is keyed by: the row's library key (labels are keyed by it: unique in the library,
+    unlike a format's own id), else its id for rows that have none (hand-made lists)."""
+    return field_of(row, "ref") or field_of(row, "id")
+
+
 def field_of(row: Any, name: str, default: Any = None) -> Any:
     """A field of a catalog row, a dataclass, a mapping or a sqlite3.Row."""
     if isinstance(row, Mapping):
@@ -117,9 +123,9 @@ class LabelQueue:
         """Order ``rows``, assign them to ``annotators`` (k each) and save the queue (replacing one of that name)."""
         if not name:
             raise AnnotationError("", "queue", "a queue needs a name")
-        ordered = order_rows([r for r in rows if field_of(r, "id") is not None], order)[:limit]
-        keys = {str(field_of(r, "id")): field_of(r, "key") for r in ordered}
-        triples = assign([str(field_of(r, "id")) for r in ordered], annotators, k)
+        ordered = order_rows([r for r in rows if _item_id(r) is not None], order)[:limit]
+        keys = {str(_item_id(r)): field_of(r, "key") for r in ordered}
+        triples = assign([str(_item_id(r)) for r in ordered], annotators, k)
         store.save_queue(name, [(p, t, keys[t], a) for p, t, a in triples], k,
                          {"order": list(order), "annotators": list(annotators), "n_items": len(keys)})
         return cls(store, name)

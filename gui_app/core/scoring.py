@@ -89,6 +89,26 @@ def _load(item: ScoreInput, library_root: str | Path | None) -> Trajectory:
     return formats.load(str(item), library_root=library_root)
 
 
+class NotScorableError(RollscopeError):
+    """A trajectory that loads but cannot be judged (no instruction to judge it against)."""
+
+
+def check_scorable(key: str, traj: Trajectory) -> None:
+    """Refuse a run without an instruction: the reward model judges whether a run did its task, and with no task
+    every verdict would be noise presented as a score.
+
+    Raises:
+        NotScorableError: naming the trajectory and, for OSWorld runs, where their instruction lives.
+    """
+    if traj.instruction.strip():
+        return
+    hint = ""
+    if traj.source_format == "osworld":
+        hint = (" OSWorld keeps it in evaluation_examples/examples/<domain>/<example_id>.json: run from a checkout "
+                "that has it above the results, or pass --tasks-root (or set ROLLSCOPE_OSWORLD_TASKS_ROOT)")
+    raise NotScorableError(f"{key}: no instruction, so it cannot be judged; not scored.{hint}")
+
+
 def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: Catalog | None = None,
                progress: ProgressFn | None = None, cancel: CancelFn | None = None, prune: bool = True,
                batch_size: int = 8, library_root: str | Path | None = None) -> list[ScoreOutcome]:
@@ -134,6 +154,7 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
         try:
             traj = _load(item, library_root)
             oc.id = traj.id
+            check_scorable(oc.key, traj)
             pending.append((oc, model.prepare(traj, prune=prune)))
         except (RollscopeError, OSError, ValueError) as exc:
             oc.error = str(exc)

@@ -74,13 +74,18 @@ class Settings:
 _HINTS = get_type_hints(Settings)
 
 
-def config_dir() -> Path:
-    """Where settings (and the Qt window state) live: ``$ROLLSCOPE_CONFIG_DIR`` or the XDG config folder."""
-    explicit = os.environ.get("ROLLSCOPE_CONFIG_DIR")
+def user_dir(override: str, xdg: str, fallback: str) -> Path:
+    """``$override``, else ``$xdg/rollscope``, else ``~/<fallback>/rollscope`` (the XDG base-directory rule)."""
+    explicit = os.environ.get(override)
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    base = os.environ.get(xdg) or str(Path.home() / fallback)
     return Path(base) / "rollscope"
+
+
+def config_dir() -> Path:
+    """Where settings (and the Qt window state) live: ``$ROLLSCOPE_CONFIG_DIR`` or the XDG config folder."""
+    return user_dir("ROLLSCOPE_CONFIG_DIR", "XDG_CONFIG_HOME", ".config")
 
 
 def _coerce(name: str, value: Any) -> Any:

@@ -193,10 +193,29 @@ class AnnotationStore(ABC):
     def queues(self) -> list[dict[str, Any]]:
         """Queues: name, created_at, k, spec."""
 
+    @abstractmethod
+    def rekey(self, mapping: dict[str, str], *, actor: str) -> tuple[dict[str, str], list[str]]:
+        """Move everything stored under trajectory id ``old`` to ``new`` for each pair of ``mapping`` (records,
+        labels, comments, cascades, audit trail, overrides, queue items), each move with an audit entry.
+
+        A move whose target already holds a record of the same annotator and role, or the same queue item, is
+        not made (nothing is merged or dropped): it is returned among the conflicts.
+
+        Returns:
+            (the moves made, the old ids left in place because of a conflict).
+        """
+
     # --- derived (implemented once, over the methods above) -------------------------------------
     def trajectory_ids(self) -> list[str]:
         """Trajectories with at least one record."""
         return sorted({a.trajectory_id for a in self.annotations()})
+
+    def referenced_ids(self) -> list[str]:
+        """Every trajectory id anything is stored under: records, overrides and queue items."""
+        ids = {a.trajectory_id for a in self.annotations()} | {o.trajectory_id for o in self.overrides()}
+        for q in self.queues():
+            ids |= {t for _, t, _, _ in self.queue_assignments(q["name"])}
+        return sorted(ids)
 
     def annotators(self) -> list[str]:
         """Annotators with at least one (role ``annotator``) record."""
@@ -851,9 +870,49 @@ class SqliteAnnotationStore(AnnotationStore):
         return [{"name": r[0], "created_at": r[1], "k": r[2], "spec": json.loads(r[3])}
                 for r in self._read("SELECT name, created_at, k, spec FROM queues ORDER BY name")]
 
+    # Every table that names a trajectory, and the columns (besides trajectory_id) that make a row unique there.
+    _KEYED_TABLES = (("annotations", ("annotator", "role")), ("annotation_labels", None),
+                     ("annotation_cascading", None), ("annotation_step_comments", None), ("audit", None),
+                     ("score_overrides", None), ("queue_assignments", ("queue", "annotator")))
+
+    def rekey(self, mapping: dict[str, str], *, actor: str) -> tuple[dict[str, str], list[str]]:
+        def op(cur: sqlite3.Cursor) -> tuple[dict[str, str], list[str]]:
+            moved: dict[str, str] = {}
+            conflicts: list[str] = []
+            now = time.time()
+            for old, new in mapping.items():
+                if old == new:
+                    continue
+                clash = False
+                for table, unique in self._KEYED_TABLES:
+                    if unique is None:
+                        continue
+                    cols = ", ".join(unique)
+                    clash = clash or cur.execute(
+                        f"SELECT 1 FROM {table} a JOIN {table} b USING ({cols}) WHERE a.trajectory_id = ? "
+                        "AND b.trajectory_id = ? LIMIT 1", (old, new)).fetchone() is not None
+                if clash:
+                    conflicts.append(old)
+                    continue
+                records = cur.execute("SELECT annotator, role FROM annotations WHERE trajectory_id = ?",
+                                      (old,)).fetchall()
+                for table, _ in self._KEYED_TABLES:
+                    cur.execute(f"UPDATE {table} SET trajectory_id = ? WHERE trajectory_id = ?", (new, old))
+                for annotator, role in records:  # the move itself is a change, on the record's trail
+                    self._changed(cur, (new, annotator, role), actor, now, "trajectory_id", old, new)
+                moved[old] = new
+            return moved, conflicts
+
+        return self._write(op)
+
     # --- faster derived reads -------------------------------------------------------------------
     def trajectory_ids(self) -> list[str]:
         return [r[0] for r in self._read("SELECT DISTINCT trajectory_id FROM annotations ORDER BY 1")]
+
+    def referenced_ids(self) -> list[str]:
+        return [r[0] for r in self._read(
+            "SELECT trajectory_id FROM annotations UNION SELECT trajectory_id FROM score_overrides "
+            "UNION SELECT trajectory_id FROM queue_assignments ORDER BY 1")]
 
     def annotators(self) -> list[str]:
         return [r[0] for r in self._read("SELECT DISTINCT annotator FROM annotations WHERE role = 'annotator' "

@@ -1,6 +1,6 @@
 """Labelling taxonomies as data: load a YAML or JSON file, validate it, look labels up by code or key hint.
 
-A taxonomy is a tree of labels (``resources/taxonomies/taxonomy.schema.json``). Labels are keyed by ``code``
+A taxonomy is a tree of labels (``gui_app/resources/taxonomies/taxonomy.schema.json``). Labels are keyed by ``code``
 (names change between versions of a taxonomy; codes do not) and stored in annotations as
 ``"<taxonomy name>:<code>"``. Every selectable label (a leaf) has a key hint: the digits typed in the label
 panel to toggle it. Hints are prefix-free so typing is unambiguous: ``"1"`` and ``"12"`` cannot both exist.
@@ -22,7 +22,7 @@ import yaml
 from gui_app.core.errors import RollscopeError
 from gui_app.core.safety import BadJSON, parse_json
 
-BUNDLED_DIR = Path(__file__).resolve().parents[2] / "resources" / "taxonomies"
+BUNDLED_DIR = Path(__file__).resolve().parents[1] / "resources" / "taxonomies"  # package data: in the wheel
 SCHEMA_PATH = BUNDLED_DIR / "taxonomy.schema.json"
 DEFAULT_TAXONOMY = "computer_use"
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 OUTCOME_SOURCES = ("env", "human", "model")
+# A step placed in the recording with less confidence than this is flagged (inspect, the app's step table).
+LOW_ALIGN_CONFIDENCE = 0.5
 
 ACTION_TYPES = (
     "click",
@@ -74,8 +76,9 @@ class Step:
         thought: the agent's reasoning or response for this step.
         screenshot: absolute path of the screenshot taken for this step, if any.
         reward: per-step reward when the format has one.
-        align_method: how ``t_start`` was obtained: ``stored``, ``timestamp``, ``screenshot_match``,
-            ``even_spacing`` or None.
+        align_method: how ``t_start`` was obtained: ``stored`` (the format stored video times), ``timestamp``
+            (stamps on the video's own clock), ``timestamp_offset`` (wall-clock stamps plus one offset fitted to
+            the recording), ``screenshot_match``, ``interpolated``, ``even_spacing`` or None.
         align_confidence: confidence of the alignment in [0, 1].
         extra: anything else the source format carried for this step.
     """
@@ -147,11 +150,18 @@ class Trajectory:
         return p if p.is_dir() else p.parent
 
     def alignment_summary(self) -> dict[str, Any]:
-        """The dominant alignment method and the mean confidence over steps."""
+        """The dominant alignment method, the mean confidence over steps, the steps placed with low confidence
+        (under :data:`LOW_ALIGN_CONFIDENCE`; never those whose times the format stored) and the fitted offset of
+        the wall clock into the video (seconds; None unless steps were placed by their timestamps)."""
         methods = [s.align_method for s in self.steps if s.align_method]
         confs = [s.align_confidence for s in self.steps if s.align_confidence is not None]
         method = max(set(methods), key=methods.count) if methods else None
-        return {"method": method, "mean_confidence": (sum(confs) / len(confs)) if confs else None}
+        low = [s.index for s in self.steps if s.align_method not in (None, "even_spacing")
+               and s.align_confidence is not None and s.align_confidence < LOW_ALIGN_CONFIDENCE]
+        found = self.metadata.get("alignment")
+        fitted: dict[str, Any] = found if isinstance(found, dict) else {}
+        return {"method": method, "mean_confidence": (sum(confs) / len(confs)) if confs else None,
+                "low_confidence_steps": low, "offset": fitted.get("offset")}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

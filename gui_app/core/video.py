@@ -749,7 +749,8 @@ class FrameSource:
 
     # ----------------------------------------------------------------------------------------------- closing
     def iter_frames(self, start: int = 0, stop: int | None = None, step: int = 1,
-                    size: tuple[int, int] | None = None, gray: bool = False) -> Iterator[tuple[int, np.ndarray]]:
+                    size: tuple[int, int] | None = None, gray: bool = False,
+                    fast: bool = False) -> Iterator[tuple[int, np.ndarray]]:
         """Decode frames ``start, start + step, ... < stop`` in one sequential pass on a private decoder.
 
         Meant for whole-video passes (alignment, keyframe selection): it neither touches the cache nor waits for
@@ -761,6 +762,9 @@ class FrameSource:
             step: stride between yielded frames.
             size: (width, height) to convert to (None: the recording's own size).
             gray: yield (H, W) uint8 luminance instead of RGB.
+            fast: a coarse pass for thumbnail-sized analysis: the decoder skips B-frames (3 of 4 frames of a
+                default x264 stream) and the deblocking filter, and each sample is the first frame decoded at or
+                after its index (so a sample may come a few frames late; its true index is what is yielded).
 
         Yields:
             (index, frame) pairs.
@@ -789,17 +793,26 @@ class FrameSource:
             wanted = set(range(start, stop, step))
             if not wanted:
                 return
+            if fast:
+                cc = dec.stream.codec_context
+                # B-frames: no I- or P-frame is predicted from one (x264's pyramid B-frames are referenced by
+                # other B-frames only), so dropping them all decodes every other frame correctly.
+                cc.skip_frame = "BIDIR"
+                cc.options = {"skip_loop_filter": "all"}
             if start > 0:
                 dec._seek_ts(int(dec.index.pts[dec._key_at_or_before(start)]))
             fmt = "gray" if gray else "rgb24"
             w, h = size if size is not None else (dec.width, dec.height)
+            due = start  # fast: the next sample is the first frame decoded at or after this index
             assert dec._frames is not None  # _AvDecoder opens its decode iterator on creation (and on seeks)
             for frame in dec._frames:
                 j = dec._frame_index(frame)
-                if j is None or j not in wanted:
-                    if j is not None and j >= stop:
-                        break
+                if j is not None and j >= stop:
+                    break
+                if j is None or (j < due if fast else j not in wanted):
                     continue
+                if fast:
+                    due = start + ((j - start) // step + 1) * step
                 # libswscale's area filter averages every source pixel: no aliasing when shrinking a screen.
                 yield j, frame.reformat(width=w, height=h, format=fmt, interpolation="AREA").to_ndarray()
         except av.FFmpegError as e:

@@ -17,11 +17,11 @@ ICON_NAMES = ("rollscope.png", "rollscope.svg")
 
 
 def icon_path() -> Path | None:
-    """The app icon: ``resources/icons/`` in a source checkout, or beside the executable in a bundle."""
-    bases = [Path(__file__).resolve().parents[2] / "resources" / "icons"]
+    """The app icon: ``gui_app/resources/icons/`` (package data, so installed wheels and bundles have it too)."""
+    bases = [Path(__file__).resolve().parents[1] / "resources" / "icons"]
     frozen = getattr(sys, "_MEIPASS", None)  # PyInstaller's unpack folder
     if frozen:
-        bases.insert(0, Path(frozen) / "resources" / "icons")
+        bases.insert(0, Path(frozen) / "gui_app" / "resources" / "icons")
     for base in bases:
         for name in ICON_NAMES:
             if (base / name).is_file():

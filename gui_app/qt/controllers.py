@@ -26,9 +26,10 @@ from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.catalog import Catalog, ScanReport
 from gui_app.core.errors import RollscopeError, VideoError
-from gui_app.core.library import Library, open_library
+from gui_app.core.library import Library, migrate_labels, open_library
 from gui_app.core.score import Score
 from gui_app.core.scoring import ScoreOutcome, score_many
+from gui_app.core.store import AnnotationStore
 from gui_app.core.trajectory import Trajectory
 from gui_app.core.video import FrameSource
 from gui_app.qt.notify import Notifier
@@ -41,8 +42,11 @@ if TYPE_CHECKING:
 # -- plain tasks (worker threads) ------------------------------------------------------------------------------
 
 
-def scan_task(catalog: Catalog, root: Path, rep: Reporter) -> ScanReport:
-    return catalog.scan(root, progress=rep.progress, cancel=rep.cancelled)
+def scan_task(catalog: Catalog, root: Path, rep: Reporter, store: AnnotationStore | None = None) -> ScanReport:
+    report = catalog.scan(root, progress=rep.progress, cancel=rep.cancelled)
+    if store is not None and not report.cancelled:
+        report.notes += migrate_labels(store, catalog)  # labels of trajectories this scan found for the first time
+    return report
 
 
 @dataclass
@@ -85,6 +89,11 @@ def load_task(key: str, rep: Reporter, source_options: dict[str, Any] | None = N
         return Loaded(key, traj, source, notes)
 
     loaded = rep.blocking(read, discard=Loaded.close)
+    if catalog is not None:
+        try:
+            loaded.trajectory.metadata["ref"] = catalog.ref_of(key)  # what its labels are keyed by (core.identity)
+        except RollscopeError:
+            pass  # the catalog may be closing (another folder opened): labels fall back to the id
     if catalog is not None:
         try:
             rec = catalog.latest_score(key)
@@ -226,9 +235,9 @@ class LibraryScanner(QObject):
             return None
         if self.job is not None:
             self.job.cancel()
-        catalog, root = library.catalog, library.root
+        catalog, root, store = library.catalog, library.root, library.store
         self._last_refresh = time.monotonic()
-        job = self.runner.submit(f"Scanning {root}", lambda rep: scan_task(catalog, root, rep),
+        job = self.runner.submit(f"Scanning {root}", lambda rep: scan_task(catalog, root, rep, store),
                                  on_progress=self._on_progress, on_result=lambda r: self._done(r, catalog),
                                  on_cancelled=lambda r: self._done(r, catalog), start=False)
         return self._run(job)
@@ -251,6 +260,8 @@ class LibraryScanner(QObject):
             more = f" (and {len(report.errors) - 1} more; filter the library by load errors)" \
                 if len(report.errors) > 1 else ""
             self.notifier.warning(f"{len(report.errors)} file(s) could not be read: {first['error']}{more}")
+        for note in report.notes:
+            self.notifier.warning(note)
         state = "cancelled after" if report.cancelled else "found"
         self.notifier.info(f"Scan {state} {report.trajectories:,} trajectories in {report.seconds:.1f} s")
         self.scanned.emit(report)

@@ -47,6 +47,7 @@ from PySide6.QtWidgets import (
 from gui_app.core import taxonomy as taxonomy_mod
 from gui_app.core.annotation import VERDICTS, Annotation, Cascade
 from gui_app.core.errors import RollscopeError
+from gui_app.core.identity import ref_of
 from gui_app.core.store import AnnotationStore
 from gui_app.core.taxonomy import Taxonomy
 from gui_app.core.trajectory import Trajectory
@@ -505,7 +506,7 @@ class LabelPanel(QWidget):
             self._commit_comment_for(self._comment_step)
             self.commit_texts()
             self._add_time_spent()
-        self._tid = None if traj is None else traj.id
+        self._tid = None if traj is None else ref_of(traj)  # the library key: unique, unlike a format's id
         self.undo_stack.clear()
         self._clear_keys()
         self._opened_at = time.monotonic() if traj is not None else None

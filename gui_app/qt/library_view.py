@@ -213,7 +213,7 @@ class LibraryModel(QAbstractTableModel):
             return
         for number, page in self._pages.items():
             for i, row in enumerate(page):
-                if row.id != trajectory_id:
+                if (row.ref or row.id) != trajectory_id:
                     continue
                 try:
                     status = self._label_status([row])

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QLis
 
 from gui_app.core.catalog import Catalog
 from gui_app.core.errors import RollscopeError
+from gui_app.core.identity import ref_of
 from gui_app.core.queue import LabelQueue, QueueItem
 from gui_app.core.store import AnnotationStore
 from gui_app.core.trajectory import Trajectory
@@ -153,7 +154,7 @@ class QueueController(QObject):
 
     def on_trajectory(self, traj: Trajectory | None) -> None:
         """The viewer opened ``traj`` (from the queue, the library or j/k): it is the current item if queued."""
-        self.current_id = None if traj is None else traj.id
+        self.current_id = None if traj is None else ref_of(traj)
         self.changed.emit()
 
     def current_position(self) -> int:

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from gui_app.core import agreement
 from gui_app.core.annotation import VERDICTS, Annotation, Review, ScoreOverride
 from gui_app.core.errors import RollscopeError
+from gui_app.core.identity import ref_of
 from gui_app.core.store import AnnotationStore
 from gui_app.core.taxonomy import Taxonomy
 from gui_app.core.trajectory import Trajectory
@@ -194,8 +195,8 @@ class ReviewView(QWidget):
         def opened(traj: Trajectory | None) -> None:
             if traj is None:
                 self.set_trajectory(None)
-            else:
-                self.set_trajectory(traj.id, traj.outcome.success, traj.outcome.score)
+            else:  # labels are keyed by the library key (gui_app.core.identity), not the format's own id
+                self.set_trajectory(ref_of(traj), traj.outcome.success, traj.outcome.score)
 
         session.library_changed.connect(lambda lib: self.set_store(lib.store if lib is not None else None))
         session.trajectory_changed.connect(opened)

@@ -14,13 +14,14 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from gui_app.core.score import Score
-from gui_app.core.trajectory import Step, Trajectory
+from gui_app.core.trajectory import LOW_ALIGN_CONFIDENCE, Step, Trajectory
 from gui_app.qt.session import Session
 
 COLUMNS = ("label", "#", "time", "type", "action", "p(dev)", "thought")
 COL_MARK, COL_INDEX, COL_TIME, COL_TYPE, COL_ACTION, COL_SCORE, COL_THOUGHT = range(len(COLUMNS))
 _ELIDE_AT = 200  # characters of a thought shown in the cell; the tooltip has all of it
 _MARK_BRUSH = QBrush(QColor(255, 214, 102))
+_UNSURE_BRUSH = QBrush(QColor(255, 190, 170))  # a start time the alignment is unsure of: check it on the video
 
 _Index = QModelIndex | QPersistentModelIndex
 
@@ -31,6 +32,12 @@ def format_time(t: float | None) -> str:
         return ""
     m, s = divmod(max(t, 0.0), 60.0)
     return f"{int(m)}:{s:04.1f}"
+
+
+def _unsure(step: Step) -> bool:
+    """Placed in the recording with low confidence (never a time the format stored, nor one spread evenly)."""
+    return step.align_method not in (None, "even_spacing", "stored") and step.align_confidence is not None \
+        and step.align_confidence < LOW_ALIGN_CONFIDENCE
 
 
 def _one_line(text: str | None) -> str:
@@ -97,10 +104,13 @@ class StepTableModel(QAbstractTableModel):
                 return self._marks.get(step.index)
             if col == COL_TIME and step.align_method:
                 conf = "" if step.align_confidence is None else f", confidence {step.align_confidence:.2f}"
-                return f"aligned by {step.align_method}{conf}"
+                unsure = "; low confidence: check this step against the video" if _unsure(step) else ""
+                return f"aligned by {step.align_method}{conf}{unsure}"
             return None
         if role == Qt.ItemDataRole.BackgroundRole and col == COL_MARK and step.index in self._marks:
             return _MARK_BRUSH
+        if role == Qt.ItemDataRole.BackgroundRole and col == COL_TIME and _unsure(step):
+            return _UNSURE_BRUSH
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_INDEX, COL_TIME, COL_SCORE):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
@@ -111,7 +121,7 @@ class StepTableModel(QAbstractTableModel):
         if col == COL_INDEX:
             return str(step.index)
         if col == COL_TIME:
-            return format_time(step.t_start)
+            return format_time(step.t_start) + (" ?" if _unsure(step) else "")
         if col == COL_TYPE:
             return step.action_type
         if col == COL_ACTION:

@@ -23,6 +23,8 @@ import numpy as np
 
 W, H = 320, 240
 FPS = 10
+# Real files copied from public repositories (sources and licences in its README.md).
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
 
 # -- media ------------------------------------------------------------------------------------------------------
@@ -114,18 +116,22 @@ def osworld_dir(parent: Path, example_id: str = "bb5e4c0d-f964-439c-97b6-bdb9747
 
     Returns:
         dict with ``path``, ``instruction``, ``lines`` (the traj.jsonl records), ``states`` (screen state shown
-        by each step's screenshot) and ``hold`` (frames per state in the recording).
+        by each step's screenshot), ``hold`` (frames per state in the recording) and ``action_times`` (the video
+        time each action ran at).
     """
     root = parent / model / domain / example_id
     root.mkdir(parents=True)
     instruction = "Save the open document as report.txt"
-    t = dt.datetime(2024, 3, 5, 14, 2, 7, 250000)
-    lines, states = [], []
+    # The recording starts at rec_start and shows state s from s seconds on; the action that brings state s runs
+    # 0.35 s before it shows, and its action_timestamp (taken just before it runs) is on the same wall clock.
+    rec_start = dt.datetime(2024, 3, 5, 14, 2, 7, 250000)
+    lines, states, action_times = [], [], []
     state = 0
     fmt = "%Y%m%d@%H%M%S%f" if fork_timestamps else "%Y%m%d@%H%M%S"
     for step_idx, (response, actions) in enumerate(OSWORLD_ACTIONS):
         for action in actions:
-            t += dt.timedelta(seconds=2, microseconds=130000)
+            action_times.append(state + 1 - 0.35)
+            t = rec_start + dt.timedelta(seconds=action_times[-1])
             action_timestamp = t.strftime(fmt)
             state += 1  # the screenshot is taken after the action: it shows the next state
             shot = f"step_{step_idx + 1}_{action_timestamp}.png"
@@ -154,7 +160,32 @@ def osworld_dir(parent: Path, example_id: str = "bb5e4c0d-f964-439c-97b6-bdb9747
         # The recording starts before the first action (state 0) and shows every state for `hold` frames.
         frames = states_frames(list(range(state + 1)), hold)
         (write_mp4v if video == "mp4v" else write_h264)(root / "recording.mp4", frames)
-    return {"path": root, "instruction": instruction, "lines": lines, "states": states, "hold": hold}
+    return {"path": root, "instruction": instruction, "lines": lines, "states": states, "hold": hold,
+            "action_times": action_times}
+
+
+def osworld_trace_dir(parent: Path, example_id: str = "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57", domain: str = "os",
+                      scores: dict[str, str] | None = None) -> dict[str, Any]:
+    """A run of the per-step-trace variant: ``parent/results/<domain>/<example_id>/step_NNN.png`` +
+    ``step_NNN_trace.json`` (the screenshot the agent acted on, then what it did), and the batch's scores in
+    ``parent/results/results.csv``."""
+    root = parent / "results" / domain / example_id
+    root.mkdir(parents=True)
+    actions = [{"action_type": "click", "x": 540, "y": 12, "pyautogui": "pyautogui.click(540, 12)"},
+               {"action_type": "type", "text": "ls ~/Desktop", "pyautogui": "pyautogui.typewrite('ls ~/Desktop')"},
+               {"action_type": "DONE", "pyautogui": "DONE"}]
+    t = dt.datetime(2025, 12, 16, 0, 51, 37, 120000)
+    for k, a in enumerate(actions, start=1):
+        write_png(root / f"step_{k:03d}.png", screen(900 + k))
+        t += dt.timedelta(seconds=4, microseconds=250000)
+        trace = {"step": k, "timestamp": t.isoformat() + "Z", "action": a, "response": f"Thinking about step {k}.",
+                 "reward": 0.0, "done": a["pyautogui"] == "DONE"}
+        (root / f"step_{k:03d}_trace.json").write_text(json.dumps(trace, indent=2))
+    rows = ["task_id,domain,success,score,steps,time_sec"]
+    for eid, score in (scores or {example_id: "1.0", "bb5e4c0d-f964-439c-97b6-bdb9747de3f4": "0.0"}).items():
+        rows.append(f"{eid},{domain},{int(float(score) >= 1)},{score},3,41.2")
+    (parent / "results" / "results.csv").write_text("\n".join(rows) + "\n")
+    return {"path": root, "actions": actions}
 
 
 # -- ATIF -------------------------------------------------------------------------------------------------------
@@ -205,6 +236,77 @@ def atif_file(parent: Path, name: str = "trajectory.json", version: str = "ATIF-
                                                                             for k in range(4)]}
 
 
+def atif_v12_claude_code(session_id: str = "5f0c8a52-6a51-4c39-9d1e-000000000001") -> dict[str, Any]:
+    """An ATIF-v1.2 trajectory shaped like Harbor's claude-code converter writes it (v1.2: the version Harbor
+    still emits for claude-code, gemini-cli and mini-swe-agent): tool calls with object arguments, observation
+    results keyed by call id, per-step metrics, final_metrics."""
+    return {
+        "schema_version": "ATIF-v1.2",
+        "session_id": session_id,
+        "agent": {"name": "claude-code", "version": "2.1.31", "model_name": "claude-sonnet-4-5-20250929",
+                  "extra": {"cwds": ["/app"], "git_branches": ["HEAD"]}},
+        "steps": [
+            {"step_id": 1, "timestamp": "2025-12-02T16:25:41.102Z", "source": "user",
+             "message": "Create a file called hello.txt with \"Hello, world!\" as the content."},
+            {"step_id": 2, "timestamp": "2025-12-02T16:25:44.870Z", "source": "agent",
+             "model_name": "claude-sonnet-4-5-20250929",
+             "message": "I'll create the file.",
+             "tool_calls": [{"tool_call_id": "toolu_01A", "function_name": "Write",
+                             "arguments": {"file_path": "/app/hello.txt", "content": "Hello, world!\n"}}],
+             "observation": {"results": [{"source_call_id": "toolu_01A",
+                                          "content": "File created successfully at: /app/hello.txt"}]},
+             "metrics": {"prompt_tokens": 12034, "completion_tokens": 88, "cached_tokens": 11210}},
+            {"step_id": 3, "timestamp": "2025-12-02T16:25:47.015Z", "source": "agent",
+             "model_name": "claude-sonnet-4-5-20250929",
+             "message": "",
+             "tool_calls": [{"tool_call_id": "toolu_01B", "function_name": "Bash",
+                             "arguments": {"command": "cat /app/hello.txt", "description": "Check the file"}}],
+             "observation": {"results": [{"source_call_id": "toolu_01B", "content": "Hello, world!"}]},
+             "metrics": {"prompt_tokens": 12150, "completion_tokens": 61, "cached_tokens": 12034}},
+            {"step_id": 4, "timestamp": "2025-12-02T16:25:48.400Z", "source": "agent",
+             "message": "The file /app/hello.txt now contains \"Hello, world!\"."},
+        ],
+        "final_metrics": {"total_prompt_tokens": 24184, "total_completion_tokens": 149, "total_cached_tokens": 23244,
+                          "total_steps": 4},
+    }
+
+
+def harbor_trial(job: Path, trial_name: str, atif: dict[str, Any] | Path | None, *, reward: float | None = 1.0,
+                 task_name: str = "hello-world", exception: dict[str, Any] | None = None) -> Path:
+    """A Harbor trial folder ``job/<trial_name>`` laid out as Harbor's ``TrialPaths`` writes it: ``config.json``,
+    ``result.json`` (a ``TrialResult``), ``agent/trajectory.json`` (ATIF) and ``verifier/reward.txt``."""
+    root = job / trial_name
+    (root / "agent").mkdir(parents=True)
+    (root / "verifier").mkdir()
+    if isinstance(atif, Path):
+        (root / "agent" / "trajectory.json").write_bytes(atif.read_bytes())
+    elif atif is not None:
+        (root / "agent" / "trajectory.json").write_text(json.dumps(atif, indent=2))
+    (root / "agent" / "claude-code.txt").write_text('{"type":"system","subtype":"init"}\n')
+    (root / "config.json").write_text(json.dumps({"task": {"path": f"tasks/{task_name}"}, "trial_name": trial_name,
+                                                  "agent": {"name": "claude-code", "model_name": "anthropic/claude"}}))
+    result = {
+        "id": "0b7d5a4e-2f43-4d1e-9a51-8d2b6c1f3e90", "task_name": task_name, "trial_name": trial_name,
+        "trial_uri": f"file://{root}", "task_id": {"path": f"tasks/{task_name}"}, "source": "terminal-bench",
+        "task_checksum": "9c1185a5c5e9fc54612808977ee8f548b2258d31",
+        "config": {"trial_name": trial_name, "timeout_multiplier": 1.0},
+        "agent_info": {"name": "claude-code", "version": "2.1.31",
+                       "model_info": {"name": "claude-sonnet-4-5-20250929", "provider": "anthropic"}},
+        "agent_result": {"n_input_tokens": 24184, "n_cache_tokens": 23244, "n_output_tokens": 149,
+                         "cost_usd": 0.0123, "rollout_details": None, "metadata": None},
+        "verifier_result": None if reward is None else {"rewards": {"reward": reward}},
+        "exception_info": exception,
+        "started_at": "2025-12-02T16:25:40.010000Z", "finished_at": "2025-12-02T16:26:02.500000Z",
+        "environment_setup": {"started_at": "2025-12-02T16:25:40.010000Z",
+                              "finished_at": "2025-12-02T16:25:40.900000Z"},
+        "agent_setup": None, "agent_execution": None, "verifier": None,
+    }
+    (root / "result.json").write_text(json.dumps(result, indent=4))
+    if reward is not None:
+        (root / "verifier" / "reward.txt").write_text(f"{reward}\n")
+    return root
+
+
 # -- AgentNet ---------------------------------------------------------------------------------------------------
 
 
@@ -246,10 +348,13 @@ def agentnet_file(parent: Path, name: str = "agentnet_ubuntu.jsonl", extra_lines
 # -- BrowserGym / AgentLab --------------------------------------------------------------------------------------
 
 
+AGENTLAB_NAME = "2024-05-01_12-00-00_GenericAgent-gpt-4o_on_miniwob.click-test_0"
+
+
 def browsergym_dir(parent: Path, *, n_steps: int = 3, cum_reward: float = 1.0, with_log: bool = True,
-                   video: bool = False, marker: Path | None = None) -> dict[str, Any]:
+                   video: bool = False, marker: Path | None = None, name: str = AGENTLAB_NAME) -> dict[str, Any]:
     """An AgentLab experiment directory; every pickle in it creates ``marker`` if anyone unpickles it."""
-    root = parent / "2024-05-01_12-00-00_GenericAgent-gpt-4o_on_miniwob.click-test_0"
+    root = parent / name
     root.mkdir(parents=True)
     marker = marker or (parent / "UNPICKLED")
     actions = ["click('12')", "fill('a31', 'hello world')", "send_msg_to_user('done')"][:n_steps]
@@ -258,6 +363,7 @@ def browsergym_dir(parent: Path, *, n_steps: int = 3, cum_reward: float = 1.0, w
         write_trap_pickle(root / f"step_{i}.pkl.gz", marker)
     write_png(root / "screenshot_som_step_0.png", screen(450))
     write_trap_pickle(root / "goal_object.pkl.gz", marker)
+    write_trap_pickle(root / "exp_args.pkl", marker)  # ExpArgs.prepare writes it before the first step
     summary = {"n_steps": n_steps, "cum_reward": cum_reward, "cum_raw_reward": cum_reward, "err_msg": None,
                "stack_trace": None, "terminated": True, "truncated": False, "stats.cum_steps": n_steps + 1,
                "stats.max_n_token_goal": 12}
@@ -275,6 +381,93 @@ def browsergym_dir(parent: Path, *, n_steps: int = 3, cum_reward: float = 1.0, w
     if video:
         write_h264(root / "combined_video.mp4", states_frames([400 + i for i in range(n_steps + 1)]))
     return {"path": root, "actions": actions, "goal": goal, "marker": marker, "summary": summary}
+
+
+AGENTLAB_KILLED_NAME = "2024-09-12_08-39-16_GenericAgent-gpt-4o-mini_on_miniwob.ascending-numbers_64_e6d2d5"
+
+
+def agentlab_killed_dir(parent: Path, marker: Path, name: str = AGENTLAB_KILLED_NAME) -> Path:
+    """An AgentLab experiment killed before its first step: ``prepare`` wrote ``exp_args.pkl`` and nothing else."""
+    root = parent / name
+    root.mkdir(parents=True)
+    with open(root / "exp_args.pkl", "wb") as fh:  # plain pickle, as ExpArgs.prepare writes it
+        pickle.dump(Trap(marker), fh)
+    return root
+
+
+# -- Inspect AI ------------------------------------------------------------------------------------------------
+
+
+def png_data_uri(img: np.ndarray) -> str:
+    ok, buf = cv2.imencode(".png", img)
+    assert ok
+    return "data:image/png;base64," + __import__("base64").b64encode(buf.tobytes()).decode("ascii")
+
+
+def inspect_computer_eval(path: Path, *, n_samples: int = 2, status: str = "success",
+                          header: bool = True) -> dict[str, Any]:
+    """A computer-use ``.eval`` laid out as ``inspect_ai/log/_recorders/eval.py`` writes it: ``_journal/start.json``,
+    ``samples/<id>_epoch_<n>.json``, ``summaries.json``, ``reductions.json``, ``header.json``. Messages follow
+    ``inspect_ai/model/_chat_message.py``; the ``computer`` tool answers ``[ContentText, ContentImage]`` and the
+    recorder moves every data URI to ``attachments`` (``log/_condense.py``)."""
+    import hashlib
+    import zipfile
+
+    spec = {"eval_id": "gsM63GyMBKgA3p4sHAMAfG", "run_id": "oNudNHL32se6mcUiF8ingo",
+            "created": "2025-10-06T10:15:43+00:00",
+            "task": "computer_tasks/open_settings", "task_id": "FhdYWFJ77GkBBV8uKGRTuQ", "task_version": 0,
+            "dataset": {"name": "computer", "samples": n_samples}, "model": "anthropic/claude-sonnet-4-5",
+            "config": {}, "packages": {"inspect_ai": "0.3.130"}}
+    instruction = "Open the display settings and turn on night light."
+    samples, shots = [], []
+    for sid in range(1, n_samples + 1):
+        attachments: dict[str, str] = {}
+
+        def attach(value: str) -> str:
+            h = hashlib.md5(value.encode()).hexdigest()
+            attachments[h] = value
+            return f"attachment://{h}"
+
+        states = [800 + 10 * sid + k for k in range(4)]
+        shots.append(states)
+        msgs: list[dict[str, Any]] = [
+            {"id": f"s{sid}m0", "role": "system", "content": "You control a desktop with the computer tool."},
+            {"id": f"s{sid}m1", "role": "user", "source": "input",
+             "content": [{"type": "text", "text": instruction},
+                         {"type": "image", "image": attach(png_data_uri(screen(states[0]))), "detail": "auto"}]},
+        ]
+        calls = [("left_click", {"coordinate": [1305, 393]}), ("type", {"text": "night light"}),
+                 ("key", {"text": "Return"})]
+        for k, (action, args) in enumerate(calls):
+            cid = f"toolu_{sid}{k}"
+            msgs.append({"id": f"s{sid}a{k}", "role": "assistant", "model": "claude-sonnet-4-5",
+                         "content": [{"type": "reasoning", "reasoning": f"step {k}: {action} next", "redacted": False},
+                                     {"type": "text", "text": f"I will {action}."}],
+                         "tool_calls": [{"id": cid, "function": "computer", "arguments": {"action": action, **args},
+                                         "type": "function"}]})
+            msgs.append({"id": f"s{sid}t{k}", "role": "tool", "tool_call_id": cid, "function": "computer",
+                         "content": [{"type": "text", "text": f"{action} done"},
+                                     {"type": "image", "image": attach(png_data_uri(screen(states[k + 1]))),
+                                      "detail": "auto"}]})
+        msgs.append({"id": f"s{sid}a9", "role": "assistant", "content": "Night light is on.", "source": "generate"})
+        sample = {"id": sid, "epoch": 1, "input": attach(instruction * 3) if sid == 2 else instruction,
+                  "target": "night light on", "messages": msgs,
+                  "output": {"model": "claude-sonnet-4-5", "choices": []},
+                  "scores": {"check_night_light": {"value": "C" if sid == 1 else "I", "answer": "on"}},
+                  "metadata": {"os": "ubuntu"}, "store": {}, "events": [], "model_usage": {},
+                  "total_time": 41.2, "working_time": 39.8, "attachments": attachments}
+        samples.append(sample)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("_journal/start.json", json.dumps({"version": 2, "eval": spec, "plan": {}}))
+        for s in reversed(samples):  # the recorder writes samples as they finish, not in id order
+            z.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
+        if header:
+            summaries = [{"id": s["id"], "epoch": 1, "scores": s["scores"]} for s in samples]
+            z.writestr("summaries.json", json.dumps(summaries))
+            z.writestr("reductions.json", json.dumps([]))
+            z.writestr("header.json", json.dumps({"version": 2, "status": status, "eval": spec, "plan": {},
+                                                  "results": {"total_samples": n_samples}, "stats": {}}))
+    return {"path": path, "instruction": instruction, "shots": shots}
 
 
 # -- Who&When ---------------------------------------------------------------------------------------------------

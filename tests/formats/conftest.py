@@ -26,11 +26,11 @@ def inspect_json(capsys):
         info = json.loads(out)
         assert set(info) == INSPECT_KEYS
         assert set(info["outcome"]) == {"success", "score", "source"}
-        assert set(info["alignment"]) == {"method", "mean_confidence"}
+        assert set(info["alignment"]) == {"method", "mean_confidence", "low_confidence_steps", "offset"}
         if info["video"] is not None:
             assert set(info["video"]) == {"path", "fps", "frames", "width", "height"}
         for s in info["steps"]:
-            assert set(s) == {"index", "t_start", "t_end", "action", "screenshot"}
+            assert set(s) == {"index", "t_start", "t_end", "action", "screenshot", "align_method", "align_confidence"}
         assert info["n_steps"] == len(info["steps"])
         return info
 

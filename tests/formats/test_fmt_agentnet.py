@@ -110,3 +110,75 @@ def test_inspect_selects_one_task(tmp_path, inspect_json):
     info = inspect_json(f"{run['path']}#1")
     assert info["id"] == run["tasks"][1]["task_id"] and info["n_steps"] == 2
     assert info["outcome"] == {"success": False, "score": 8.0, "source": "model"}
+
+
+# -- real files from OpenCUA (tests/fixtures/real/opencua) ------------------------------------------------------
+
+
+def test_real_raw_example_before_thoughts_are_generated():
+    path = b.REAL / "opencua" / "cot-generate" / "raw_example.jsonl"
+    assert formats.detect(path).name == "agentnet"
+    traj = formats.load(path)
+    assert traj.id == "task_example_0" and traj.instruction.startswith("Open the system display settings")
+    assert traj.n_steps == 15 and traj.steps[-1].action_type == "done"
+    assert traj.steps[0].extra["coords"] == "normalized" and (traj.steps[0].x, traj.steps[0].y) == (0.9722, 0.9701)
+    assert traj.steps[1].action_type == "right_click"
+    # Its images (0.png ... 14.png) are not in the repository: each missing one is a warning naming it.
+    assert sum("file not found" in w for w in traj.warnings) == 15
+
+
+def test_pretty_printed_json_document_is_read_whole(tmp_path):
+    """`--format agentnet` on a pretty-printed JSON file used to fail at "column 2": read a document as a whole."""
+    task = b.agentnet_task("t-1", 2, True)
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(task, indent=2))
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps([task, b.agentnet_task("t-2", 3, False)], indent=2))
+    assert formats.detect(one).name == "agentnet" and formats.detect(many).name == "agentnet"
+    assert [t.id for t in formats.load_all(one, "agentnet")] == ["t-1"]
+    assert [(t.id, t.n_steps) for t in formats.load_all(many, "agentnet")] == [("t-1", 2), ("t-2", 3)]
+
+
+def test_real_agentnetbench_tasks(tmp_path, inspect_json):
+    src = b.REAL / "opencua" / "agentnetbench" / "s_df0fd37049f470c2.json"
+    assert formats.detect(src).name == "agentnetbench"
+    doc = json.loads(src.read_text())
+    # Lay the task out as OpenCUA's evaluator expects it: the JSON, its screenshots under images/.
+    task = tmp_path / "single_data" / src.name
+    task.parent.mkdir()
+    task.write_bytes(src.read_bytes())
+    for k, s in enumerate(doc["steps"][:-1]):  # the last screenshot left out: a warning, not an error
+        b.write_png(tmp_path / "single_data" / "images" / s["image"], b.screen(700 + k))
+    traj = formats.load(task)
+    assert (traj.id, traj.source_format) == ("s_df0fd37049f470c2", "agentnetbench")
+    assert traj.instruction == doc["user_task_description"]
+    assert traj.metadata["high_level_task_description"] == doc["high_level_task_description"]
+    assert traj.os == "Windows" and traj.app == "goodreads" and traj.metadata["task"].startswith("Daily/")
+    assert traj.outcome.success is None  # a human demonstration: no outcome
+    assert traj.n_steps == 7
+    assert [s.extra["source_index"] for s in traj.steps] == [s["step_num"] for s in doc["steps"]]
+    first = traj.steps[0]
+    assert (first.action_type, first.x, first.y, first.extra["coords"]) == ("click", 0.3271, 0.2694, "normalized")
+    assert first.thought == doc["steps"][0]["inner_monologue"]["thought"]
+    assert first.extra["ground_truth_actions"] == doc["steps"][0]["ground_truth_actions"]
+    assert traj.steps[1].action_type == "type" and traj.steps[1].text == "george orwell"
+    assert first.screenshot == str(tmp_path / "single_data" / "images" / doc["steps"][0]["image"])
+    assert traj.steps[-1].screenshot is None
+    assert traj.warnings == [f"{task}: field 'steps[6].image': file not found: {doc['steps'][-1]['image']} "
+                             f"(looked in images/ and beside the file)"]
+    assert [(p.name, imp.name) for p, imp in formats.find_units(tmp_path)] == [(src.name, "agentnetbench")]
+    info = inspect_json(task)
+    assert info["format"] == "agentnetbench" and info["n_steps"] == 7
+
+
+def test_agentnetbench_without_meta_info_and_bad_fields(tmp_path):
+    src = b.REAL / "opencua" / "agentnetbench" / "s_7f27a11115e596eb.json"
+    traj = formats.load(src)
+    assert traj.n_steps == 11 and traj.steps[1].action_type == "type" and traj.steps[1].text == "SPOTIFY"
+    doc = json.loads(src.read_text())
+    doc["steps"][2]["action"] = 17
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(TrajectoryFormatError) as exc:
+        formats.load(bad)
+    assert (exc.value.path, exc.value.field) == (str(bad), "steps[2].action")

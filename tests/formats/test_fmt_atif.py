@@ -58,8 +58,9 @@ def test_detected_by_content_not_name(tmp_path):
     assert atif.IMPORTER.sniff(other) == 0.0
 
 
-@pytest.mark.parametrize("version,warned", [("ATIF-v1.4", False), ("ATIF-v1.7", False), ("ATIF-v1.3", True),
-                                            ("ATIF-v2.0", True)])
+@pytest.mark.parametrize("version,warned", [("ATIF-v1.4", False), ("ATIF-v1.7", False), ("ATIF-v1.3", False),
+                                            ("ATIF-v1.0", False), ("ATIF-v1.2", False), ("ATIF-v2.0", True),
+                                            ("ATIF-v0.9", True)])
 def test_version_outside_range_warns_and_loads(tmp_path, version, warned):
     run = b.atif_file(tmp_path, version=version)
     traj = formats.load(run["path"])
@@ -116,5 +117,86 @@ def test_inspect_contract(tmp_path, inspect_json):
     run = b.atif_file(tmp_path)
     info = inspect_json(run["path"])
     assert (info["id"], info["format"], info["n_steps"]) == ("sess-7f3a", "atif", 4)
-    assert info["video"] is None and info["alignment"] == {"method": None, "mean_confidence": None}
+    assert info["video"] is None
+    assert info["alignment"] == {"method": None, "mean_confidence": None, "low_confidence_steps": [], "offset": None}
     assert info["steps"][0]["screenshot"] == str(run["shots"][1])
+
+
+# -- older versions and Harbor trials ---------------------------------------------------------------------------
+
+GOLDEN = b.REAL / "harbor" / "golden" / "terminus_2"
+
+
+def test_real_harbor_golden_files_load():
+    """Harbor's own golden trajectories (ATIF-v1.5, terminus-2): keystrokes without tool calls, observations
+    without a call id, a system step whose observation points at a summarisation subagent."""
+    files = sorted(GOLDEN.glob("*.json"))
+    assert len(files) == 4
+    for f in files:
+        assert formats.detect(f).name == "atif", f
+        traj = formats.load(f)
+        assert traj.id == "NORMALIZED_SESSION_ID" and traj.agent == "openai/gpt-4o"
+        assert traj.n_steps >= 2 and traj.instruction.startswith("You are an AI assistant")
+        assert traj.warnings == []
+    linear = formats.load(GOLDEN / "hello-world-context-summarization-linear-history.trajectory.json")
+    assert linear.metadata["continued_trajectory_ref"] == "trajectory.cont-1.json"
+    (sys_obs,) = linear.metadata["system_observations"]
+    assert sys_obs["step_id"] == 5 and "subagent_trajectory_ref" in sys_obs["results"][0]
+    assert "mkdir test_dir" in linear.steps[0].extra["observation"]
+
+
+def test_v12_as_harbor_writes_it_for_claude_code(tmp_path):
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(b.atif_v12_claude_code(), indent=2))
+    traj = formats.load(path)
+    assert traj.warnings == [] and traj.metadata["schema_version"] == "ATIF-v1.2"
+    assert [s.action for s in traj.steps] == [
+        "Write(file_path='/app/hello.txt', content='Hello, world!\\n')",
+        "Bash(command='cat /app/hello.txt', description='Check the file')",
+        "The file /app/hello.txt now contains \"Hello, world!\"."]
+    assert traj.steps[1].extra["observation"] == "Hello, world!"
+    assert traj.agent == "claude-sonnet-4-5-20250929"
+
+
+def test_harbor_trial_folder(tmp_path, inspect_json):
+    job = tmp_path / "jobs" / "2025-12-02__16-25-40"
+    ok = b.harbor_trial(job, "hello-world__AbCdEf1", b.atif_v12_claude_code(), reward=1.0)
+    failed = b.harbor_trial(job, "hello-world__ZyXwVu2", GOLDEN / "hello-world-timeout.trajectory.json",
+                            reward=0.0)
+    assert formats.detect(ok).name == "harbor" and formats.detect(failed).name == "harbor"
+    assert sorted((p.name, imp.name) for p, imp in formats.find_units(tmp_path / "jobs")) == [
+        ("hello-world__AbCdEf1", "harbor"), ("hello-world__ZyXwVu2", "harbor")]
+    traj = formats.load(ok)
+    assert (traj.id, traj.source_format, traj.source_path) == ("hello-world__AbCdEf1", "harbor", str(ok))
+    assert traj.metadata["session_id"] == "5f0c8a52-6a51-4c39-9d1e-000000000001"
+    assert (traj.outcome.success, traj.outcome.score, traj.outcome.source) == (True, 1.0, "env")
+    assert traj.metadata["task"] == "hello-world" and traj.agent == "claude-sonnet-4-5-20250929"
+    assert traj.metadata["agent_result"]["cost_usd"] == 0.0123 and traj.n_steps == 3
+    assert traj.warnings == []
+    bad = formats.load(failed)
+    assert bad.outcome.success is False and bad.metadata["session_id"] == "NORMALIZED_SESSION_ID"
+    info = inspect_json(failed)
+    assert (info["id"], info["format"]) == ("hello-world__ZyXwVu2", "harbor")
+
+
+def test_harbor_trial_without_atif_or_verifier(tmp_path):
+    job = tmp_path / "job"
+    trial = b.harbor_trial(job, "t__1", None, reward=None,
+                           exception={"exception_type": "AgentTimeoutError",
+                                      "exception_message": "Agent execution timed out after 900.0 seconds",
+                                      "exception_traceback": "Traceback ...", "occurred_at": "2025-12-02T16:40:40Z"})
+    traj = formats.load(trial)
+    assert traj.n_steps == 0 and traj.id == "t__1" and traj.outcome.success is None
+    assert any("agent/trajectory.json: missing" in w for w in traj.warnings)
+    assert any("field 'exception_info'" in w and "AgentTimeoutError" in w for w in traj.warnings)
+    assert any("field 'verifier_result': missing" in w for w in traj.warnings)
+
+
+def test_harbor_result_with_wrong_types_names_the_field(tmp_path):
+    trial = b.harbor_trial(tmp_path, "t__2", b.atif_v12_claude_code())
+    doc = json.loads((trial / "result.json").read_text())
+    doc["verifier_result"] = {"rewards": {"reward": "full marks"}}
+    (trial / "result.json").write_text(json.dumps(doc))
+    with pytest.raises(TrajectoryFormatError) as exc:
+        formats.load(trial)
+    assert exc.value.field == "verifier_result.rewards.reward" and exc.value.path == str(trial / "result.json")

@@ -110,3 +110,44 @@ def test_combined_video_is_probed(tmp_path, inspect_json):
     # Screenshots are what the agent saw before acting: state i is on screen from i s to i + 1 s.
     assert [s["t_start"] for s in info["steps"]] == pytest.approx([0.0, 1.0, 2.0], abs=0.15)
     assert info["alignment"]["method"] == "screenshot_match"
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("2024-09-12_08-39-16_GenericAgent-gpt-4o-mini_on_miniwob.ascending-numbers_64_e6d2d5",
+     {"agent": "GenericAgent-gpt-4o-mini", "task": "miniwob.ascending-numbers", "seed": 64, "exp_hash": "e6d2d5",
+      "started": "2024-09-12_08-39-16"}),
+    ("2025-01-30_10-02-11_GenericAgent-anthropic_claude-3.5-sonnet_on_workarena.servicenow.order-ipad-pro_12_0a1b2c",
+     {"agent": "GenericAgent-anthropic_claude-3.5-sonnet", "task": "workarena.servicenow.order-ipad-pro", "seed": 12,
+      "exp_hash": "0a1b2c", "started": "2025-01-30_10-02-11"}),
+    ("GenericAgent_on_webarena.310_0", {"agent": "GenericAgent", "task": "webarena.310", "seed": 0}),
+    ("2024-05-01_12-00-00_results", None),
+])
+def test_experiment_names(name, expected):
+    assert browsergym.parse_exp_name(name) == expected
+
+
+def test_real_folder_name_gives_agent_task_seed(tmp_path):
+    name = "2024-09-12_08-39-16_GenericAgent-gpt-4o-mini_on_miniwob.ascending-numbers_64_e6d2d5"
+    run = b.browsergym_dir(tmp_path, name=name)
+    traj = formats.load(run["path"])
+    assert not run["marker"].exists()
+    assert traj.agent == "GenericAgent-gpt-4o-mini" and traj.app == "miniwob"
+    assert (traj.metadata["task"], traj.metadata["seed"], traj.metadata["exp_hash"]) == \
+        ("miniwob.ascending-numbers", 64, "e6d2d5")
+
+
+def test_run_killed_before_its_first_step_is_reported_not_skipped(tmp_path, inspect_json):
+    marker = tmp_path / "UNPICKLED"
+    killed = b.agentlab_killed_dir(tmp_path / "study", marker)
+    b.browsergym_dir(tmp_path / "study", marker=marker)
+    assert formats.detect(killed).name == "browsergym"
+    traj = formats.load(killed)
+    assert traj.n_steps == 0 and traj.metadata["incomplete"] is True and traj.outcome.success is None
+    assert traj.metadata["task"] == "miniwob.ascending-numbers" and traj.metadata["seed"] == 64
+    assert len(traj.warnings) == 1 and "incomplete run" in traj.warnings[0] and "exp_args.pkl" in traj.warnings[0]
+    units = sorted(p.name for p, _ in formats.find_units(tmp_path / "study"))
+    assert units == sorted([killed.name, b.AGENTLAB_NAME])
+    info = inspect_json(killed)
+    assert info["n_steps"] == 0 and "incomplete run" in info["warnings"][0]
+    assert not marker.exists(), "exp_args.pkl was unpickled"
+    assert browsergym.IMPORTER.sniff(tmp_path / "study") == 0.0

@@ -71,3 +71,18 @@ def test_every_unit_loads_and_round_trips_through_native(library, tmp_path):
             assert [s.action for s in back.steps] == [s.action for s in traj.steps]
             assert [s.screenshot for s in back.steps] == [s.screenshot for s in traj.steps]
             assert back.outcome == traj.outcome
+
+
+def test_images_beside_a_file_of_another_format_are_not_a_unit_of_their_own(tmp_path):
+    """A trajectory.json (ATIF) with its screenshots in the same folder: the folder is not an image_folder run
+    (which would hide the ATIF file from the scan); the ATIF file is the unit."""
+    run = b.atif_file(tmp_path / "trial")
+    for shot in run["shots"]:
+        shot.rename(tmp_path / "trial" / shot.name)
+    doc = json.loads(run["path"].read_text())
+    run["path"].write_text(json.dumps(doc).replace("images/", ""))
+    assert formats.detect(tmp_path / "trial") is None
+    assert [(p.name, imp.name) for p, imp in formats.find_units(tmp_path)] == [("trajectory.json", "atif")]
+    traj = formats.load(run["path"])
+    assert all(s.screenshot is None or s.screenshot.startswith(str(tmp_path / "trial")) for s in traj.steps)
+    assert traj.warnings == []

@@ -45,14 +45,14 @@ def test_reads_every_field(tmp_path):
         assert s.extra["action_timestamp"] == r["action_timestamp"]
         assert s.extra["wall_time"] == datetime.strptime(r["action_timestamp"], "%Y%m%d@%H%M%S").isoformat()
         assert s.extra["screenshot_timing"] == "after_action"
-    assert [s.extra["t_action"] for s in traj.steps] == [0.0, 2.0, 4.0, 6.0]  # whole seconds in OSWorld's format
+    assert [s.extra["t_action"] for s in traj.steps] == [0.0, 1.0, 2.0, 3.0]  # whole seconds in OSWorld's format
 
 
 def test_fork_timestamps_with_microseconds(tmp_path):
     run = b.osworld_dir(tmp_path, video=None, fork_timestamps=True)
     traj = formats.load(run["path"])
-    assert traj.steps[0].extra["wall_time"] == "2024-03-05T14:02:09.380000"
-    assert traj.steps[1].extra["t_action"] == pytest.approx(2.13)
+    assert traj.steps[0].extra["wall_time"] == "2024-03-05T14:02:07.900000"
+    assert traj.steps[1].extra["t_action"] == pytest.approx(1.0)
     assert osworld.parse_timestamp("20240305@140209") == datetime(2024, 3, 5, 14, 2, 9)
     assert osworld.parse_timestamp("2024-03-05") is None
 
@@ -131,32 +131,77 @@ def test_recording_that_will_not_open_is_a_warning(tmp_path):
     assert any("recording.mp4: field 'video': recording not usable" in w for w in traj.warnings)
 
 
-@pytest.mark.parametrize("codec", ["mp4v", "h264"])
-def test_recording_is_probed_and_steps_aligned(tmp_path, codec, inspect_json):
-    run = b.osworld_dir(tmp_path, video=codec)
+@pytest.mark.parametrize("codec,fork", [("mp4v", False), ("h264", False), ("h264", True)])
+def test_recording_is_probed_and_steps_placed_by_their_timestamps(tmp_path, codec, fork, inspect_json):
+    run = b.osworld_dir(tmp_path, video=codec, fork_timestamps=fork)
     traj = formats.load(run["path"])
     v = traj.video
     assert (v.fps, v.frames, v.width, v.height) == (10.0, 50, 320, 240)
     assert v.path == str(run["path"] / "recording.mp4")
-    duration = 5.0
-    starts = [s.t_start for s in traj.steps]
-    assert all(t is not None and 0.0 <= t <= duration for t in starts)
-    assert starts == sorted(starts)
-    assert all(s.align_method in ("screenshot_match", "even_spacing") for s in traj.steps)
-    # Each screenshot shows the state its action caused, on screen from `state` s to `state` + 1 s: the step's
-    # action happened after the previous state appeared and no later than this state appeared.
-    assert [s.align_method for s in traj.steps] == ["screenshot_match"] * 4
-    # The recording shows state s from s seconds on, so a step ends when its screenshot's state appears
-    # and starts where the previous step ended (the first at the start of the recording).
-    prev_end = 0.0
-    for s, state in zip(traj.steps, run["states"]):
-        assert abs(s.t_end - state) <= 0.15
-        assert s.t_start == prev_end
-        prev_end = s.t_end
-        assert 0.5 <= s.align_confidence <= 1.0
+    assert [s.align_method for s in traj.steps] == ["timestamp_offset"] * 4
+    # Each action ran at action_times[k]; its result shows 0.35 s later, at state k + 1 seconds. A step spans from
+    # its observation to its result (the model's keyframe is its end); the action's own moment is kept too.
+    results = [float(st) for st in run["states"]]
+    assert [s.t_end for s in traj.steps] == pytest.approx(results, abs=0.11)
+    assert [s.t_start for s in traj.steps] == [0.0] + [s.t_end for s in traj.steps[:-1]]
+    acts = [s.extra["t_action_video"] for s in traj.steps]
+    truth = run["action_times"]
+    # The offset is the smallest (result - stamp): the action's moment is late by at most the fastest step's
+    # lag (0.35 s here) with microsecond stamps, plus the stamp's truncation with whole seconds.
+    assert acts == pytest.approx(truth, abs=0.36 if fork else 1.36)
+    assert all(a <= s.t_end + 1e-9 for a, s in zip(acts, traj.steps))
+    assert all(s.align_confidence >= 0.5 for s in traj.steps)
+    al = traj.metadata["alignment"]
+    assert al["method"] == "timestamp_offset" and al["low_confidence_steps"] == [] and al["fit_confidence"] > 0.5
+    assert al["resolution"] == (0.001 if fork else 1.0)
     assert traj.warnings == []
     info = inspect_json(run["path"])
-    assert info["video"]["frames"] == 50 and info["alignment"]["method"] in ("screenshot_match", "even_spacing")
+    assert info["video"]["frames"] == 50 and info["alignment"]["method"] == "timestamp_offset"
+    assert info["alignment"]["low_confidence_steps"] == []
+    assert [s["align_method"] for s in info["steps"]] == ["timestamp_offset"] * 4
+    assert all(s["align_confidence"] >= 0.5 for s in info["steps"])
+
+
+def test_a_screenshot_that_is_not_in_the_recording_is_flagged(tmp_path, inspect_json, capsys):
+    """The issue's case: a step placed with confidence ~0.35 passed unnoticed. Now it is named in inspect."""
+    run = b.osworld_dir(tmp_path, video="h264")
+    shot = run["path"] / run["lines"][2]["screenshot_file"]
+    b.write_png(shot, b.screen(999))  # a screen the recording never shows
+    info = inspect_json(run["path"])
+    assert info["alignment"]["low_confidence_steps"] == [2]
+    assert info["steps"][2]["align_confidence"] < 0.5 <= info["steps"][1]["align_confidence"]
+    assert any("low confidence" in w and "steps 2 (" in w for w in info["warnings"])
+    # The step still sits at its timestamp: the other steps fixed the offset.
+    assert info["steps"][2]["t_end"] == pytest.approx(run["action_times"][2], abs=1.0)
+    capsys.readouterr()
+    from gui_app import cli
+
+    assert cli.main(["inspect", str(run["path"])]) == 0
+    out = capsys.readouterr().out
+    assert "low confidence: step 2" in out and "warning:" in out
+
+
+def test_alignment_is_cached_under_the_library(tmp_path, monkeypatch):
+    lib = tmp_path / "lib"
+    (lib / ".rollscope").mkdir(parents=True)
+    run = b.osworld_dir(lib / "results", video="h264")
+    first = formats.load(run["path"])
+    files = list((lib / ".rollscope" / "cache" / "alignment").glob("*.json"))
+    assert len(files) == 1
+
+    def no_decoding(*a, **k):
+        raise AssertionError("the recording was decoded again")
+
+    monkeypatch.setattr("gui_app.core.align.FrameSource.open", no_decoding)
+    again = formats.load(run["path"])
+    assert [(s.t_start, s.t_end, s.align_method, s.align_confidence) for s in again.steps] == \
+        [(s.t_start, s.t_end, s.align_method, s.align_confidence) for s in first.steps]
+    assert again.metadata["alignment"] == first.metadata["alignment"]
+    # A changed screenshot is a different question: not served from the cache.
+    b.write_png(run["path"] / run["lines"][0]["screenshot_file"], b.screen(1))
+    # (what the importer did not mean to raise reaches the user as one line: formats.guarded)
+    with pytest.raises(formats.ImporterBugError, match="decoded again"):
+        formats.load(run["path"])
 
 
 def test_inspect_contract(tmp_path, inspect_json):
@@ -167,7 +212,8 @@ def test_inspect_contract(tmp_path, inspect_json):
     assert info["outcome"] == {"success": True, "score": 1.0, "source": "env"}
     assert info["video"] is None and info["warnings"] == []
     assert info["steps"][0] == {"index": 0, "t_start": None, "t_end": None, "action": "pyautogui.click(x=40, y=30)",
-                                "screenshot": str(run["path"] / run["lines"][0]["screenshot_file"])}
+                                "screenshot": str(run["path"] / run["lines"][0]["screenshot_file"]),
+                                "align_method": None, "align_confidence": None}
 
 
 def test_align_false_skips_the_pass_over_the_recording(tmp_path):
@@ -196,3 +242,120 @@ def test_run_that_raised(tmp_path):
     (only / "traj.jsonl").write_text(json.dumps({"Error": "Time limit exceeded in os/1"}) + "\n")
     assert formats.detect(only).name == "osworld"
     assert formats.load(only).n_steps == 0
+
+
+# -- where the instruction lives ----------------------------------------------------------------------------------
+
+TASKS = b.REAL / "osworld" / "evaluation_examples" / "examples"
+EXAMPLE = "bb5e4c0d-f964-439c-97b6-bdb9747de3f4"
+
+
+def _real_layout(root, model="uitars-1.5", run_index=False):
+    """``root/results/<action_space>/<observation>/<model>/<domain>/<id>/`` and, beside ``results``, the real
+    task config in ``evaluation_examples/examples/<domain>/<id>.json``: a checkout of OSWorld after a run."""
+    run = b.osworld_dir(root / "results" / "pyautogui" / "screenshot", video=None, sidecar=None, domain="chrome",
+                        model=model)
+    if run_index:
+        inner = run["path"] / "0"
+        inner.mkdir()
+        for p in list(run["path"].iterdir()):
+            if p != inner:
+                shutil.move(str(p), inner / p.name)
+        run["path"] = inner
+    tasks = root / "evaluation_examples" / "examples" / "chrome"
+    tasks.mkdir(parents=True, exist_ok=True)
+    shutil.copy(TASKS / "chrome" / f"{EXAMPLE}.json", tasks)
+    return run
+
+
+def test_instruction_from_the_osworld_checkout_above_the_results(tmp_path):
+    run = _real_layout(tmp_path / "OSWorld")
+    traj = formats.load(run["path"])
+    assert traj.instruction == "Can you make Bing the main search thingy when I look stuff up on the internet?"
+    assert traj.metadata["task_config"] == str(tmp_path / "OSWorld" / "evaluation_examples" / "examples" / "chrome" /
+                                               f"{EXAMPLE}.json")
+    assert (traj.app, traj.agent, traj.metadata["domain"], traj.metadata["task"]) == \
+        ("chrome", "uitars-1.5", "chrome", f"chrome/{EXAMPLE}")
+    assert not any("instruction" in w for w in traj.warnings)
+
+
+def test_run_index_subfolder(tmp_path):
+    run = _real_layout(tmp_path / "OSWorld", run_index=True)
+    assert formats.detect(run["path"]).name == "osworld"
+    traj = formats.load(run["path"])
+    assert traj.id == f"{EXAMPLE}/0" and traj.metadata["run_index"] == "0"
+    assert traj.instruction.startswith("Can you make Bing") and traj.agent == "uitars-1.5"
+    assert [p.name for p, _ in formats.find_units(tmp_path / "OSWorld" / "results")] == ["0"]
+
+
+def test_tasks_root_from_the_environment_or_the_option(tmp_path, monkeypatch, capsys):
+    from gui_app import cli
+
+    run = b.osworld_dir(tmp_path / "results" / "gpt-4o", video=None, sidecar=None, domain="chrome")
+    traj = formats.load(run["path"])
+    assert traj.instruction == ""
+    (warning,) = [w for w in traj.warnings if "no instruction" in w]
+    assert "evaluation_examples/examples/chrome/" in warning and "--tasks-root" in warning
+    # The option accepts OSWorld's checkout, its evaluation_examples or its examples folder.
+    for root in (TASKS.parents[1], TASKS.parent, TASKS):
+        capsys.readouterr()
+        assert cli.main(["inspect", str(run["path"]), "--json", "--tasks-root", str(root)]) == 0
+        assert json.loads(capsys.readouterr().out)["instruction"].startswith("Can you make Bing")
+        monkeypatch.delenv("ROLLSCOPE_OSWORLD_TASKS_ROOT")
+    monkeypatch.setenv("ROLLSCOPE_OSWORLD_TASKS_ROOT", str(TASKS))
+    assert formats.load(run["path"]).instruction.startswith("Can you make Bing")
+
+
+def test_a_run_without_instruction_is_not_scored(tmp_path, monkeypatch, capsys):
+    """score used to judge such runs anyway; now it refuses them with an error line (exit 1) and goes on."""
+    from gui_app import cli
+
+    run = b.osworld_dir(tmp_path / "results" / "gpt-4o", video=None, sidecar=None, domain="chrome")
+    capsys.readouterr()
+    assert cli.main(["score", str(run["path"]), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["error"].endswith("(or set ROLLSCOPE_OSWORLD_TASKS_ROOT)")
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"rollscope: error: {run['path']}: no instruction, so it cannot be judged; not scored.")
+    assert cli.main(["score", str(run["path"]), "--json", "--tasks-root", str(TASKS)]) == 0
+    out, err = capsys.readouterr()
+    assert 0.0 <= json.loads(out)["p_success"] <= 1.0 and err.count("error") == 0
+
+
+# -- the per-step trace variant ----------------------------------------------------------------------------------
+
+
+def test_step_traces_and_results_csv(tmp_path, inspect_json):
+    from gui_app.core.formats import osworld_trace
+
+    run = b.osworld_trace_dir(tmp_path)
+    assert formats.detect(run["path"]).name == "osworld_trace"
+    assert [p.name for p, _ in formats.find_units(tmp_path)] == [run["path"].name]
+    traj = formats.load(run["path"])
+    assert (traj.id, traj.source_format, traj.metadata["domain"]) == (run["path"].name, "osworld_trace", "os")
+    assert [s.action for s in traj.steps] == [a["pyautogui"] for a in run["actions"]]
+    assert [s.action_type for s in traj.steps] == ["click", "type", "done"]
+    assert traj.steps[0].thought == "Thinking about step 1." and traj.steps[0].extra["source_index"] == 1
+    assert traj.steps[1].screenshot == str(run["path"] / "step_002.png")
+    assert [s.extra["t_action"] for s in traj.steps] == pytest.approx([0.0, 4.25, 8.5])
+    assert (traj.outcome.success, traj.outcome.score) == (True, 1.0)
+    assert traj.metadata["results_csv"] == str(tmp_path / "results" / "results.csv")
+    assert traj.instruction == "" and any("no instruction" in w for w in traj.warnings)
+    monkey_root = tmp_path / "tasks" / "os"
+    monkey_root.mkdir(parents=True)
+    (monkey_root / f"{run['path'].name}.json").write_text(json.dumps({"instruction": "List the Desktop."}))
+    info = inspect_json(run["path"], "--tasks-root", str(tmp_path / "tasks"))
+    assert info["instruction"] == "List the Desktop." and info["n_steps"] == 3
+    assert osworld_trace.IMPORTER.sniff(tmp_path) == 0.0
+
+
+def test_step_traces_with_a_bad_trace_name_it(tmp_path):
+    run = b.osworld_trace_dir(tmp_path, scores={"other": "1.0"})
+    (run["path"] / "step_002_trace.json").write_text("{not json")
+    with pytest.raises(TrajectoryFormatError) as exc:
+        formats.load(run["path"])
+    assert exc.value.path == str(run["path"] / "step_002_trace.json")
+    (run["path"] / "step_002_trace.json").unlink()
+    traj = formats.load(run["path"])
+    assert any("step_2 has a screenshot but no trace" in w for w in traj.warnings)
+    assert any("no row for" in w for w in traj.warnings) and traj.outcome.success is None

@@ -35,7 +35,8 @@ def test_video_with_step_log(tmp_path, log, codec):
     if log == "csv":
         assert traj.steps[0].screenshot == str(run["path"] / "shots" / "s0.png")
     assert traj.warnings == []
-    assert traj.alignment_summary() == {"method": "stored", "mean_confidence": 1.0}
+    assert traj.alignment_summary() == {"method": "stored", "mean_confidence": 1.0, "low_confidence_steps": [],
+                                         "offset": None}
     assert traj.duration == 5.0
 
 
@@ -159,7 +160,8 @@ def test_inspect_contract_with_stored_times(tmp_path, inspect_json):
     info = inspect_json(run["path"])
     assert (info["id"], info["format"], info["n_steps"]) == ("rec", "plain_video", 3)
     assert info["video"] == {"path": str(run["video"]), "fps": 10.0, "frames": 50, "width": 320, "height": 240}
-    assert info["alignment"] == {"method": "stored", "mean_confidence": 1.0}
+    assert info["alignment"] == {"method": "stored", "mean_confidence": 1.0, "low_confidence_steps": [],
+                                 "offset": None}
     assert [(s["t_start"], s["t_end"]) for s in info["steps"]] == [(0.0, 1.5), (1.5, 3.0), (3.0, 5.0)]
     assert info["outcome"] == {"success": True, "score": 1.0, "source": "env"}
 

@@ -96,7 +96,7 @@ def test_inspect_contract(tmp_path, inspect_json):
     info = inspect_json(path)
     assert (info["format"], info["n_steps"], info["video"]) == ("whowhen", 4, None)
     assert info["steps"][3] == {"index": 3, "t_start": None, "t_end": None, "action": "FINAL ANSWER: 6",
-                                "screenshot": None}
+                                "screenshot": None, "align_method": None, "align_confidence": None}
 
 
 def test_detected_by_content_not_name(tmp_path):
@@ -106,3 +106,47 @@ def test_detected_by_content_not_name(tmp_path):
     chat = tmp_path / "chat.json"
     chat.write_text(json.dumps({"history": [{"role": "user", "content": "hi"}], "model": "x"}))
     assert whowhen.IMPORTER.sniff(chat) == 0.0
+
+
+# -- the published dataset (tests/fixtures/real/whowhen: three records copied unchanged) ------------------------
+
+
+def test_real_hand_crafted_record_with_long_history_first_is_detected_and_scanned(tmp_path):
+    """Hand-crafted records put a history of 10-300 KB first; the keys that identify the format come after it."""
+    src = b.REAL / "whowhen" / "Hand-Crafted" / "6.json"
+    head = src.read_bytes()[:8192]
+    assert head.lstrip().startswith(b'{\n    "history"') and b'"mistake_agent"' not in head
+    assert formats.detect(src).name == "whowhen"
+    units = {p.name: imp.name for p, imp in formats.find_units(b.REAL / "whowhen")}
+    assert units == {"6.json": "whowhen", "29.json": "whowhen", "30.json": "whowhen"}
+
+
+def test_real_magentic_one_roles_match_their_agent():
+    traj = formats.load(b.REAL / "whowhen" / "Hand-Crafted" / "6.json")
+    mistake = traj.metadata["labels"]["mistake_step"]
+    assert traj.metadata["labels"]["mistake_agent"] == "Orchestrator"
+    assert traj.steps[mistake].extra == {"agent": "Orchestrator", "role": "Orchestrator (thought)"}
+    roles = {s.extra.get("role") for s in traj.steps}
+    assert "Orchestrator (-> WebSurfer)" in roles
+    assert {s.extra["agent"] for s in traj.steps if s.extra.get("role", "").startswith("Orchestrator (")} == \
+        {"Orchestrator"}
+    assert not any("mistake_agent" in w for w in traj.warnings), traj.warnings
+    assert traj.outcome.success is False  # hand-crafted records spell it is_corrected
+
+
+def test_real_mistake_type_and_labels_are_kept():
+    hand = formats.load(b.REAL / "whowhen" / "Hand-Crafted" / "29.json")
+    assert hand.metadata["labels"]["mistake_type"] == "wrong_reasoning"
+    algo = formats.load(b.REAL / "whowhen" / "Algorithm-Generated" / "30.json")
+    assert algo.metadata["labels"]["labels"] == "Factual_Error"
+    assert algo.metadata["labels"]["mistake_agent"] == "Culinary_Expert"
+    assert algo.steps[3].extra["agent"] == "Culinary_Expert"
+    assert hand.warnings == [] and algo.warnings == []
+
+
+def test_agent_of_and_same_agent():
+    assert whowhen.agent_of("Orchestrator (-> WebSurfer)") == "Orchestrator"
+    assert whowhen.agent_of("Orchestrator (thought)") == "Orchestrator"
+    assert whowhen.agent_of("(thought)") == "(thought)"  # nothing before the parenthesis: kept whole
+    assert whowhen.same_agent("WebSurfer", "Websurfer")
+    assert not whowhen.same_agent("WebSurfer", "FileSurfer") and not whowhen.same_agent(None, "x")

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from gui_app.core.catalog import Catalog
+from gui_app.core.identity import ref_of
 from gui_app.core.queue import LabelQueue
 from gui_app.core.score import Score
 from gui_app.core.store import open_store
@@ -65,23 +66,24 @@ def test_failures_queue_labelled_from_the_keyboard_then_reviewed(qtbot, win):
     press(qtbot, w, Qt.Key.Key_1, CTRL)  # Ctrl+1: failures first, built in a worker; its first item opens
     q = w.queue
     assert q.name == "ann: failures first" and q.active and w.docks["queue"].isVisible()
-    rows = {r.id: r for r in catalog.query()}
+    rows = {r.ref: r for r in catalog.query()}  # queue items and labels are keyed by the library key
     assert len(q.items) == len(rows) == catalog.count() == 16
     outcomes = [rows[it.trajectory_id].success for it in q.items]
     assert outcomes == sorted(outcomes, key=lambda s: {False: 0, None: 1, True: 2}[s]) and outcomes[0] is False
     first, second, third = q.items[:3]
-    assert session.trajectory.id == first.trajectory_id and w.queue_view.rows()[0] == f"· 1. {first.trajectory_id}"
+    assert ref_of(session.trajectory) == first.trajectory_id
+    assert w.queue_view.rows()[0] == f"· 1. {first.trajectory_id}"
 
     qtbot.keyClick(w.windowHandle(), Qt.Key.Key_F)  # verdict: failure
     qtbot.keyClick(w.windowHandle(), Qt.Key.Key_Right)  # step 1 ...
     qtbot.keyClick(w.windowHandle(), Qt.Key.Key_R)  # ... is the root cause
     press(qtbot, w, Qt.Key.Key_Return)  # Enter: save & next -> the queue's next item, in the viewer
-    assert session.trajectory.id == second.trajectory_id and w.loader.current_key == second.key
+    assert ref_of(session.trajectory) == second.trajectory_id and w.loader.current_key == second.key
     rec = store.get(first.trajectory_id, "ann")
     assert (rec.verdict, rec.root_cause_step) == ("failure", 1) and rec.time_spent is not None
     qtbot.keyClick(w.windowHandle(), Qt.Key.Key_U)
     press(qtbot, w, Qt.Key.Key_Return)
-    assert session.trajectory.id == third.trajectory_id
+    assert ref_of(session.trajectory) == third.trajectory_id
     assert store.get(second.trajectory_id, "ann").verdict == "unsure"
     assert q.progress() == (2, 16) and w.queue_view.progress_label.text() == "2/16 labelled by ann"
     assert w.queue_view.rows()[:3] == [f"✓ 1. {first.trajectory_id}", f"✓ 2. {second.trajectory_id}",
@@ -91,9 +93,9 @@ def test_failures_queue_labelled_from_the_keyboard_then_reviewed(qtbot, win):
     # ] and [ move through the queue without labelling; Enter skips what is already labelled.
     press(qtbot, w, Qt.Key.Key_BracketLeft)
     press(qtbot, w, Qt.Key.Key_BracketLeft)
-    assert session.trajectory.id == first.trajectory_id
+    assert ref_of(session.trajectory) == first.trajectory_id
     press(qtbot, w, Qt.Key.Key_Return)
-    assert session.trajectory.id == third.trajectory_id  # the next *unlabelled* one
+    assert ref_of(session.trajectory) == third.trajectory_id  # the next *unlabelled* one
 
     # Review the first one side by side: a second annotator labelled it differently; adjudicate.
     press(qtbot, w, Qt.Key.Key_BracketLeft)
@@ -136,9 +138,10 @@ def test_controller_builds_disagreement_first_and_reads_cli_queues(qtbot, sample
     store = open_store(tmp_path / "labels.sqlite")
     rows = {r.id: r for r in catalog.query()}
     # The model says success on two env failures and failure on one env success: they disagree.
-    disagree = ["miniwob-enter-text-s900800", "miniwob-click-dialog-s901000", "miniwob-click-tab-s901100"]
-    for tid, p in zip(disagree, (0.9, 0.8, 0.1), strict=True):
+    disagree_ids = ["miniwob-enter-text-s900800", "miniwob-click-dialog-s901000", "miniwob-click-tab-s901100"]
+    for tid, p in zip(disagree_ids, (0.9, 0.8, 0.1), strict=True):
         catalog.set_score(rows[tid].key, Score(p_success=p, threshold=0.5, success=p >= 0.5, model="m"))
+    disagree = [rows[t].ref for t in disagree_ids]  # queue items are keyed by the library key
     runner = Runner()
     ctl = QueueController(runner, Notifier(), "bob")
     view = QueueView(ctl)

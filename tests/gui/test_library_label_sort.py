@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 
 from gui_app.core.annotation import Annotation
 from gui_app.core.catalog import Catalog
+from gui_app.core.identity import migrate_store
 from gui_app.core.library import label_rank, store_label_status
 from gui_app.core.store import open_store
 from gui_app.qt import library_view
@@ -28,6 +29,9 @@ def labelled(tmp_path):
     store.save(Annotation("traj-00007", "ann", verdict="failure"))
     store.adjudicate("traj-00007", "dana", "ann")
     store.save(Annotation("traj-00009", "ann", notes="opened, nothing decided"))  # counts as unlabelled
+    # Written as a store did before library keys: by the trajectories' own ids. Opening a library moves them.
+    report = migrate_store(store, cat)
+    assert len(report.moved) == 5 and report.moved["traj-00004"] == "t00004" and not report.ambiguous
     yield cat, store
     store.close()
     cat.close()
@@ -59,7 +63,7 @@ def test_sorting_by_label_status_orders_by_labelling_progress(qapp, labelled):
     # Filters and search still apply, and a new label shows at its place after the next refresh.
     model.set_query(filters={"success": False})
     assert ids(model) == ["traj-00003", "traj-00006", "traj-00009"]  # env failures, all unlabelled
-    store.save(Annotation("traj-00006", "ann", verdict="unsure"))
+    store.save(Annotation("t00006", "ann", verdict="unsure"))  # the app writes by library key
     model.refresh()
     assert ids(model)[0] == "traj-00006" and labels(model)[0] == "unsure"
     assert [label_rank(s) for s in ("", "success", "3 annotators", "final: unsure")] == [0, 1, 2, 3]

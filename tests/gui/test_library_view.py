@@ -114,6 +114,7 @@ def test_label_status_comes_from_one_narrow_function(qapp, catalog):
 
 def test_label_status_from_a_real_store(qapp, catalog, tmp_path):
     store_mod = pytest.importorskip("gui_app.core.store")
+    from gui_app.core.identity import migrate_store
     from gui_app.core.library import store_label_status
 
     store = store_mod.open_store(tmp_path / "labels.sqlite")
@@ -122,6 +123,7 @@ def test_label_status_from_a_real_store(qapp, catalog, tmp_path):
         store.set_field("traj-00006", "ana", "notes", "opened, nothing decided yet")
         store.set_field("traj-00005", "ana", "verdict", "success")
         store.set_field("traj-00005", "bo", "verdict", "failure")
+        migrate_store(store, catalog)  # labels keyed by the trajectories' own ids move to their library keys
         model = LibraryModel(catalog, label_status=store_label_status(store))
         by_id = {model.data(model.index(r, 0), Qt.ItemDataRole.UserRole + 1).id: model.data(model.index(r, COL_LABEL))
                  for r in range(model.rowCount())}

@@ -83,3 +83,16 @@ def test_new_trajectory_resets_rows_and_marks(tmp_path, table):
     assert view.currentIndex().row() == 0
     session.set_trajectory(None)
     assert view.model().rowCount() == 0
+
+
+def test_low_confidence_start_times_are_marked(table):
+    """An alignment the app is unsure of shows in the table (a '?' and a tint on the time), not only in a log."""
+    session, view, traj = table
+    traj.steps[3].align_method, traj.steps[3].align_confidence = "timestamp_offset", 0.31
+    traj.steps[4].align_method, traj.steps[4].align_confidence = "timestamp_offset", 0.93
+    session.set_trajectory(None)
+    session.set_trajectory(traj)
+    assert cell(view, 3, COL_TIME).endswith(" ?") and not cell(view, 4, COL_TIME).endswith("?")
+    assert "low confidence" in cell(view, 3, COL_TIME, Qt.ItemDataRole.ToolTipRole)
+    assert cell(view, 3, COL_TIME, Qt.ItemDataRole.BackgroundRole) is not None
+    assert cell(view, 4, COL_TIME, Qt.ItemDataRole.BackgroundRole) is None

@@ -53,12 +53,15 @@ def test_commands_end_to_end(syn_dataset, tmp_path, capsys):
 
     good = str(syn_dataset / "t000")
     assert main(["score", good, str(tmp_path / "nope"), "--json", "--model", str(weights)]) == 1
-    lines = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
+    captured = capsys.readouterr()
+    lines = [json.loads(x) for x in captured.out.strip().splitlines()]
     assert set(lines[0]) == {"path", "id", "p_success", "success", "first_error_step", "step_scores",
                              "tokens_total", "tokens_kept", "seconds", "warnings"}
     assert set(lines[1]) == {"path", "error"}
-    assert main(["score", str(tmp_path / "nope"), "--json", "--model", str(weights)]) == 2
-    capsys.readouterr()
+    assert captured.err.count("rollscope: error:") == 1 and "nope" in captured.err
+    # Errors exit 1, as the README says, whether some or all items fail, with one line each on stderr.
+    assert main(["score", str(tmp_path / "nope"), "--json", "--model", str(weights)]) == 1
+    assert capsys.readouterr().err.startswith("rollscope: error:")
     assert main(["score", good, "--model", str(weights), "--backend", "torch", "--no-prune"]) == 0
     assert "p_success=" in capsys.readouterr().out
     # a folder of trajectories is searched: every unit under it gets its line (the manifest is not one)

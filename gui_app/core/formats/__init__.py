@@ -3,9 +3,10 @@
 Each importer module defines a module-level ``IMPORTER`` implementing :class:`Importer`. Detection asks every
 importer how sure it is (``sniff``) from the content, not only the name, and picks the surest.
 
-A *unit* is what one importer reads: a directory (native, OSWorld, BrowserGym, video + step log, screenshot
-folder) or a file (ATIF JSON, AgentNet JSONL, Who&When JSON/JSONL). A unit may hold several trajectories
-(AgentNet JSONL: one per line); one of them is addressed as ``PATH#N`` (0-based).
+A *unit* is what one importer reads: a directory (native, OSWorld, BrowserGym/AgentLab, Harbor trial, raw AgentNet
+recording, video + step log, screenshot folder) or a file (ATIF JSON, AgentNet JSONL, AgentNetBench JSON,
+Who&When JSON/JSONL, Inspect ``.eval``). A unit may hold several trajectories (AgentNet JSONL: one per line; an
+Inspect log: one per sample); one of them is addressed as ``PATH#N`` (0-based).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from gui_app.core.trajectory import Trajectory
 T = TypeVar("T")
 
 # Order matters only to break ties in sniff scores: more specific formats first.
-_MODULES = ("native", "osworld", "browsergym", "atif", "agentnet", "whowhen", "plain_video", "image_folder")
+_MODULES = ("native", "osworld", "osworld_trace", "browsergym", "harbor", "atif", "agentnet", "agentnetbench",
+            "agentnet_recording", "inspect_eval", "whowhen", "plain_video", "image_folder")
 
-# Directories never descended into while scanning.
-SKIP_DIRS = {".rollscope", ".git", "__pycache__", ".venv", "node_modules"}
+# Directories never descended into while scanning. ``evaluation_examples`` holds OSWorld task configs: not runs,
+# but the instructions the runs beside it are read with (osworld.find_task_config), so they are not "unrecognised".
+SKIP_DIRS = {".rollscope", ".git", "__pycache__", ".venv", "node_modules", "evaluation_examples"}
 
 
 class Importer(Protocol):
@@ -134,7 +137,13 @@ def load_all(path: str | Path, fmt: str | None = None, align: bool = True,
 
 def load_unit(path: Path, imp: Importer, align: bool = True,
               library_root: str | Path | None = None) -> list[Trajectory]:
-    """``imp.load_all(path)``, as every user-facing load runs it.
+    """``imp.load_all(path)``, as every user-facing load runs it (see :func:`_user_load`)."""
+    return _user_load(path, lambda: imp.load_all(path, align=align), library_root)
+
+
+def _user_load(path: Path, read: Callable[[], list[Trajectory]],
+               library_root: str | Path | None) -> list[Trajectory]:
+    """Run an importer's ``read`` of the unit ``path`` for a user:
 
     - Media are read only inside the unit's folder or ``library_root`` (:func:`gui_app.core.safety.confine`);
       one named anywhere else is refused with a warning naming the field.
@@ -144,7 +153,7 @@ def load_unit(path: Path, imp: Importer, align: bool = True,
     """
     unit_dir = path if path.is_dir() else path.parent
     with media_roots(unit_dir, library_root):
-        trajs = guarded(path, lambda: imp.load_all(path, align=align))
+        trajs = guarded(path, read)
     for t in trajs:
         warnings = [clip(str(w)) for w in t.warnings[:MAX_WARNINGS]]
         if len(t.warnings) > MAX_WARNINGS:
@@ -155,9 +164,19 @@ def load_unit(path: Path, imp: Importer, align: bool = True,
 
 def load(path: str | Path, fmt: str | None = None, align: bool = True,
          library_root: str | Path | None = None) -> Trajectory:
-    """One trajectory: the unit's only one, or ``PATH#N`` for the N-th of a multi-trajectory file. Media are read
-    only inside its folder or ``library_root`` (see :func:`load_unit`)."""
+    """One trajectory: the unit's only one, or ``PATH#N`` for the N-th of a multi-trajectory file (read alone
+    when the importer can: an Inspect log of a thousand samples need not parse them all to show one). Media are
+    read only inside its folder or ``library_root`` (see :func:`_user_load`)."""
     p, sel = split_selector(path)
+    if sel is not None:
+        if not p.exists():
+            raise TrajectoryFormatError(p, None, "no such file or directory")
+        imp = by_name(fmt) if fmt else detect(p)
+        if imp is None:
+            raise UnknownFormatError(p)
+        load_one = getattr(imp, "load_one", None)
+        if load_one is not None:
+            return _user_load(p, lambda: [load_one(p, sel, align=align)], library_root)[0]
     trajs = load_all(p, fmt, align, library_root)
     if not trajs:
         raise TrajectoryFormatError(p, None, "holds no trajectory")
@@ -168,17 +187,31 @@ def load(path: str | Path, fmt: str | None = None, align: bool = True,
     return trajs[sel]
 
 
-_FILE_UNITS = {"atif", "agentnet", "whowhen"}
+FILE_UNITS = {"atif", "agentnet", "whowhen", "inspect", "agentnetbench"}
+# Files that look like data a user meant us to read: when none of the importers claims one, a scan says so.
+CANDIDATE_EXTS = (".json", ".jsonl", ".eval", ".csv", ".zip", ".pkl", ".gz") + (
+    ".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v")
+
+UnrecognisedFn = Callable[[Path, str], None]
 
 
-def find_units(root: str | Path) -> Iterator[tuple[Path, Importer]]:
+def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None) -> Iterator[tuple[Path, Importer]]:
     """Walk ``root`` and yield every unit with its importer. A recognised directory is not descended into;
-    files are units only for the file formats (ATIF, AgentNet, Who&When)."""
+    files are units only for the file formats (ATIF, AgentNet, Who&When, Inspect, AgentNetBench).
+
+    Args:
+        root: the folder (or one file) to walk.
+        unrecognised: called as ``unrecognised(path, why)`` for what the walk passes over without a unit: a data
+            file (:data:`CANDIDATE_EXTS`) no importer claims, a folder with files but no unit in or under it, and a
+            hidden folder that is not searched. Nothing is dropped in silence: a scan counts these.
+    """
     root = Path(root)
     if root.is_file():
         imp = detect(root)
         if imp is not None:
             yield root, imp
+        elif unrecognised is not None:
+            unrecognised(root, "no importer recognises this file")
         return
     # (directory, whether its parent holds file units): a screenshot folder beside an ATIF/AgentNet file holds
     # that file's images, so it is not a unit of its own.
@@ -193,17 +226,31 @@ def find_units(root: str | Path) -> Iterator[tuple[Path, Importer]]:
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError:
+            if unrecognised is not None:
+                unrecognised(d, "folder cannot be read")
             continue
         subdirs = []
         has_files = False
+        loose = []
         for e in entries:
-            if e.name in SKIP_DIRS or e.name.startswith("."):
+            if e.name in SKIP_DIRS:
+                continue
+            if e.name.startswith("."):
+                if unrecognised is not None and e.is_dir(follow_symlinks=False):
+                    unrecognised(Path(e.path), "hidden folder, not searched")
                 continue
             if e.is_dir(follow_symlinks=False):
                 subdirs.append(Path(e.path))
             elif e.is_file(follow_symlinks=False):
                 found = detect(Path(e.path))
-                if found is not None and found.name in _FILE_UNITS:
+                if found is not None and found.name in FILE_UNITS:
                     has_files = True
                     yield Path(e.path), found
+                elif Path(e.name).suffix.lower() in CANDIDATE_EXTS:
+                    loose.append(Path(e.path))
+        if unrecognised is not None:
+            for f in loose:
+                unrecognised(f, "no importer recognises this file")
+            if not subdirs and not has_files and not loose and d != root and any(e.is_file() for e in entries):
+                unrecognised(d, "folder holds no trajectory")
         stack.extend((s, has_files) for s in reversed(subdirs))

@@ -54,6 +54,19 @@ def head(path: Path, n: int = HEAD_BYTES) -> bytes:
     return data[len(_BOM):len(_BOM) + n] if data.startswith(_BOM) else data[:n]
 
 
+def tail(path: Path, n: int = HEAD_BYTES) -> bytes:
+    """The last ``n`` bytes of a file (b'' for anything unreadable). A JSON object's keys can come in any order,
+    so a format whose telling keys may follow a long array (Who&When's ``history``) is sniffed at both ends."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - n))
+            return fh.read(n)
+    except OSError:
+        return b""
+
+
 def natural_key(name: str) -> tuple:
     """Sort key that orders ``step_2`` before ``step_10``."""
     return tuple(int(p) if p.isdigit() else p.lower() for p in _NUM.split(name))
@@ -306,6 +319,68 @@ def make_step(index: int, action: str, **kw: Any) -> Step:
         if v is not None or k not in ("action_type", "x", "y", "text"):
             setattr(step, k, v)
     return step
+
+
+def render_call(name: str, args: Any) -> str:
+    """``name(k=v, ...)``: the form :func:`gui_app.core.actions.parse_action` reads."""
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={v!r}" for k, v in args.items())
+        return f"{name}({inner})"
+    return f"{name}({args!r})" if args not in (None, "") else f"{name}()"
+
+
+def call_fields(name: str, args: Any) -> dict[str, Any]:
+    """A tool call as action text (``action``), plus ``parse_as`` when the arguments say outright what was done.
+
+    Computer-use tools (Anthropic's, Inspect's ``computer``) pass ``action="left_click", coordinate=[x, y]``:
+    ``parse_as`` is ``left_click(x=..., y=...)``, which :func:`gui_app.core.actions.parse_action` reads.
+    """
+    out: dict[str, Any] = {}
+    if isinstance(args, dict) and isinstance(args.get("action"), str):
+        # Anthropic-style computer tool: computer(action="left_click", coordinate=[x, y], text=...)
+        rest = {k: v for k, v in args.items() if k != "action"}
+        coord = rest.pop("coordinate", None)
+        if isinstance(coord, list) and len(coord) == 2 and all(isinstance(v, (int, float)) for v in coord):
+            rest = {"x": coord[0], "y": coord[1], **rest}
+        out["parse_as"] = render_call(args["action"], rest)
+    out["action"] = render_call(name, args)
+    return out
+
+
+def message_step(index: int, text: str, **kw: Any) -> Step:
+    """A turn that called no tool: its words are the step (``message`` unless they read as an action)."""
+    st = make_step(index, text, **kw)
+    st.action_type = "message" if st.action_type == "other" else st.action_type
+    return st
+
+
+def tool_call(call: Any, path: Path, field: str, name_key: str, id_key: str,
+              json_args: bool = False) -> tuple[str, str | None, Any]:
+    """``(function name, call id, arguments)`` of one tool call object. With ``json_args`` a string of arguments
+    is decoded when it is a JSON object (some producers store the string the model emitted) and kept otherwise."""
+    if not isinstance(call, dict):
+        raise TrajectoryFormatError(path, field, "expected an object")
+    fn = typed(call, name_key, str, path, f"{field}.{name_key}", required=True)
+    call_id = typed(call, id_key, str, path, f"{field}.{id_key}")
+    args = call.get("arguments")
+    if json_args and isinstance(args, str):
+        try:
+            decoded = parse_json(args)
+            args = decoded if isinstance(decoded, dict) else args
+        except BadJSON:
+            pass
+    elif args is not None and not isinstance(args, dict):
+        wanted = "an object or a string" if json_args else "an object"
+        raise TrajectoryFormatError(path, f"{field}.arguments", f"expected {wanted}, got {args!r}")
+    return fn, call_id, args
+
+
+def call_step(index: int, name: str, args: Any, **kw: Any) -> Step:
+    """A step for one tool call: its action is ``name(args)``, parsed as what the arguments say was done."""
+    fields = call_fields(name, args)
+    st = make_step(index, fields.get("parse_as", fields["action"]), **kw)
+    st.action = fields["action"]
+    return st
 
 
 def normalized_coords(step: Step) -> None:

@@ -6,6 +6,9 @@ Task: ``task_id``, ``instruction``, ``natural_language_task``, ``actual_task``, 
 to [0, 1]), ``last_step_correct``, ``last_step_redundant``, ``reflection``}. Image names are relative to the
 file, or to an ``images/`` directory beside it.
 
+The file may also be one JSON document (a task object, or an array of tasks, pretty-printed or not): it is read
+as a whole when it parses as one, line by line otherwise.
+
 Several trajectories per file: ``load_all`` returns the readable ones in line order (``PATH#N`` is the N-th of
 them, which is how the catalog keys them). A line that cannot be read does not sink the file: it is skipped and
 every loaded trajectory carries a warning naming the file and line; :meth:`AgentNetImporter.load_records`
@@ -33,9 +36,11 @@ class AgentNetImporter:
         if not path.is_file():
             return 0.0
         data = c.head(path).lstrip()
-        if not data.startswith(b"{"):
+        if not data.startswith((b"{", b"[")):
             return 0.0
         first = data.split(b"\n", 1)[0]
+        if first.strip() in (b"{", b"[", b"[{"):  # a pretty-printed document: its keys follow on the next lines
+            first = data
         hits = sum(k in first for k in _TASK_KEYS)
         if b'"task_id"' in first and b'"instruction"' in first and hits >= 1:
             return 0.9
@@ -48,11 +53,11 @@ class AgentNetImporter:
         return c.records_to_all(path, self.load_records(path))
 
     def load_records(self, path: Path) -> list[Trajectory | TrajectoryFormatError]:
-        """One entry per non-blank line, in order: the trajectory, or the error naming that line."""
+        """One entry per record, in order: the trajectory, or the error naming that record's line."""
         path = path.resolve()
         out: list[Trajectory | TrajectoryFormatError] = []
         seen: set[str] = set()
-        for lineno, value in c.iter_jsonl(path):
+        for lineno, value in self._records(path):
             if isinstance(value, TrajectoryFormatError):
                 out.append(value)
                 continue
@@ -64,6 +69,22 @@ class AgentNetImporter:
                 seen.add(rec.id)
             out.append(rec)
         return out
+
+    @staticmethod
+    def _records(path: Path) -> list[tuple[int, Any]]:
+        """``(line, record)`` pairs: the whole file as one JSON document when it is one (an object, or an array of
+        objects, each numbered by its position from 1), else one JSON value per line (errors as values)."""
+        text = c.read_text(path).lstrip()
+        if text.startswith("[") or (text.startswith("{") and "\n{" not in text.rstrip()):
+            try:
+                doc = c.parse_json(text)
+            except c.BadJSON:
+                doc = None  # not one document: JSON Lines, whose bad lines are reported one by one
+            if isinstance(doc, list):
+                return list(enumerate(doc, start=1))
+            if isinstance(doc, dict):
+                return [(1, doc)]
+        return list(c.iter_jsonl(path))
 
     def _task(self, path: Path, line: int, rec: Any) -> Trajectory:
         if not isinstance(rec, dict):

@@ -1,10 +1,16 @@
-"""ATIF, the Agent Trajectory Interchange Format of Harbor / Terminal-Bench (``ATIF-v1.4`` to ``ATIF-v1.7``).
+"""ATIF, the Agent Trajectory Interchange Format of Harbor / Terminal-Bench (``ATIF-v1.0`` to ``ATIF-v1.7``).
 
 One JSON file per run: ``schema_version``, ``session_id``, ``agent`` {name, version, model_name}, ``steps[]``
 (``step_id``, ``timestamp``, ``source`` system/user/agent, ``message``, ``reasoning_content``, ``tool_calls[]``
 {tool_call_id, function_name, arguments}, ``observation.results[]`` {source_call_id, content}), ``notes``,
 ``final_metrics``. From v1.6 a message or an observation's content may be a list of parts
 ``{type: "text"|"image", text | source: {media_type, path}}``: image parts are where screenshots live.
+
+Versions differ only by optional fields (RFC 0001's history: v1.1 adds a root ``extra``, v1.2 lets system steps
+carry an ``observation``, v1.3/v1.4 add token ids to ``metrics``, v1.5 ``agent.tool_definitions``, v1.6 content
+parts), so one reader serves them all. Harbor still writes v1.2 for several agents (claude-code, gemini-cli,
+mini-swe-agent). A system step's observation (context summarisation, a subagent hand-off) is kept in
+``metadata['system_observations']``.
 
 Mapping: every tool call of an agent step becomes one Rollscope step (an agent step without tool calls becomes
 one ``message`` step); its screenshot is the first image in the observation result answering that call (the
@@ -14,17 +20,15 @@ system and later user messages go to ``metadata``. Image paths are relative to t
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from gui_app.core.errors import TrajectoryFormatError
 from gui_app.core.formats import _common as c
-from gui_app.core.safety import BadJSON, parse_json
-from gui_app.core.trajectory import Outcome, Step, Trajectory
+from gui_app.core.trajectory import Step, Trajectory
 
-SUPPORTED = ((1, 4), (1, 7))
+SUPPORTED = ((1, 0), (1, 7))
 _VERSION = re.compile(r"^ATIF-v(\d+)\.(\d+)$")
 SOURCES = ("system", "user", "agent")
 
@@ -39,28 +43,6 @@ def _images(content: Any) -> list[str]:
             src = part.get("source")
             if isinstance(src, dict) and isinstance(src.get("path"), str):
                 out.append(src["path"])
-    return out
-
-
-def _render_call(name: str, args: Any) -> str:
-    """``name(k=v, ...)``: the form :func:`gui_app.core.actions.parse_action` reads."""
-    if isinstance(args, dict):
-        inner = ", ".join(f"{k}={v!r}" for k, v in args.items())
-        return f"{name}({inner})"
-    return f"{name}({args!r})" if args not in (None, "") else f"{name}()"
-
-
-def _call_fields(name: str, args: Any) -> dict[str, Any]:
-    """action text plus anything the arguments say outright (computer-use tools: ``action``, ``coordinate``)."""
-    out: dict[str, Any] = {}
-    if isinstance(args, dict) and isinstance(args.get("action"), str):
-        # Anthropic-style computer tool: computer(action="left_click", coordinate=[x, y], text=...)
-        rest = {k: v for k, v in args.items() if k != "action"}
-        coord = rest.pop("coordinate", None)
-        if isinstance(coord, list) and len(coord) == 2 and all(isinstance(v, (int, float)) for v in coord):
-            rest = {"x": coord[0], "y": coord[1], **rest}
-        out["parse_as"] = _render_call(args["action"], rest)
-    out["action"] = _render_call(name, args)
     return out
 
 
@@ -82,7 +64,9 @@ class ATIFImporter:
     def load_all(self, path: Path, align: bool = True) -> list[Trajectory]:  # noqa: ARG002 (no recording to align)
         return [self.load(path)]
 
-    def load(self, path: Path) -> Trajectory:
+    def load(self, path: Path, outcome: bool = True) -> Trajectory:
+        """Read one ATIF file; ``outcome`` also reads the reward of the Harbor trial around it (``result.json``
+        in the file's folder or its parent), which the trial importer does itself."""
         path = path.resolve()
         doc = c.read_json(path)
         if not isinstance(doc, dict):
@@ -93,7 +77,7 @@ class ATIFImporter:
         if version is None:
             warnings.append(f"{path}: field 'schema_version': missing; read as ATIF-v1.6")
         elif not m or not (SUPPORTED[0] <= (int(m[1]), int(m[2])) <= SUPPORTED[1]):
-            warnings.append(f"{path}: field 'schema_version': {version!r} is outside ATIF-v1.4..v1.7; read as v1.7")
+            warnings.append(f"{path}: field 'schema_version': {version!r} is outside ATIF-v1.0..v1.7; read as v1.7")
         session = c.typed(doc, "session_id", str, path, "session_id")
         agent = c.typed(doc, "agent", dict, path, "agent", default={})
         steps_raw = c.typed(doc, "steps", list, path, "steps", required=True)
@@ -124,6 +108,9 @@ class ATIFImporter:
             message = c.typed(s, "message", (str, list), path, f"{f}.message")
             if source == "system":
                 system_msgs.append(c.text_of(message))
+                obs = c.typed(s, "observation", dict, path, f"{f}.observation")
+                if obs:  # v1.2+: a system event's result (summarisation, subagent delegation)
+                    traj.metadata.setdefault("system_observations", []).append({"step_id": s["step_id"], **obs})
             elif source == "user":
                 text = c.text_of(message)
                 if not traj.instruction and text:
@@ -140,7 +127,8 @@ class ATIFImporter:
             traj.metadata["system_prompt"] = "\n\n".join(system_msgs)
         if user_msgs:
             traj.metadata["user_messages"] = user_msgs
-        self._outcome(path, traj)
+        if outcome:
+            self._outcome(path, traj)
         return traj
 
     @staticmethod
@@ -154,6 +142,7 @@ class ATIFImporter:
         by_call: dict[str, list[str]] = {}
         texts: dict[str, str] = {}
         loose: list[str] = []
+        loose_texts: list[str] = []
         for j, r in enumerate(results):
             rf = f"{f}.observation.results[{j}]"
             if not isinstance(r, dict):
@@ -166,6 +155,8 @@ class ATIFImporter:
                 texts[call_id] = c.text_of(content)
             else:
                 loose.extend(imgs)
+                if c.text_of(content):
+                    loose_texts.append(c.text_of(content))
         step_imgs = _images(message) + loose
         base_extra: dict[str, Any] = {"step_id": s["step_id"], "screenshot_timing": "after_action"}
         for name in ("timestamp", "model_name", "reasoning_effort", "metrics", "extra"):
@@ -173,59 +164,36 @@ class ATIFImporter:
                 base_extra[name] = s[name]
         if text and reasoning:
             base_extra["message"] = text
+        if loose_texts:  # results answering no particular call (terminus-2 runs keystrokes without tool calls)
+            base_extra["observation"] = "\n".join(loose_texts)
         thought = reasoning or text or None
         out: list[Step] = []
         if not calls:
             shot = c.resolve_media(root, step_imgs[0] if step_imgs else None, warnings, f"{path}: field '{f}'")
-            st = c.make_step(start, text, thought=reasoning, screenshot=shot, extra=dict(base_extra))
-            st.action_type = "message" if st.action_type == "other" else st.action_type
-            return [st]
+            return [c.message_step(start, text, thought=reasoning, screenshot=shot, extra=dict(base_extra))]
         for k, call in enumerate(calls):
             cf = f"{f}.tool_calls[{k}]"
-            if not isinstance(call, dict):
-                raise TrajectoryFormatError(path, cf, "expected an object")
-            fn = c.typed(call, "function_name", str, path, f"{cf}.function_name", required=True)
-            call_id = c.typed(call, "tool_call_id", str, path, f"{cf}.tool_call_id")
-            args = call.get("arguments")
-            if isinstance(args, str):
-                # Some producers store the JSON-encoded string the model emitted; decode it when it is JSON.
-                try:
-                    decoded = parse_json(args)
-                    args = decoded if isinstance(decoded, dict) else args
-                except BadJSON:
-                    pass
-            elif args is not None and not isinstance(args, dict):
-                raise TrajectoryFormatError(path, f"{cf}.arguments", f"expected an object or a string, got {args!r}")
-            fields = _call_fields(fn, args)
+            fn, call_id, args = c.tool_call(call, path, cf, "function_name", "tool_call_id", json_args=True)
             imgs = by_call.get(call_id or "", []) or step_imgs
             shot = c.resolve_media(root, imgs[0] if imgs else None, warnings, f"{path}: field '{cf}'")
             extra = dict(base_extra, tool_call_id=call_id, function_name=fn, arguments=args)
             if call_id in texts and texts[call_id]:
                 extra["observation"] = texts[call_id]
-            st = c.make_step(start + k, fields.get("parse_as", fields["action"]), thought=thought, screenshot=shot,
-                             extra=extra)
-            st.action = fields["action"]
-            out.append(st)
+            out.append(c.call_step(start + k, fn, args, thought=thought, screenshot=shot, extra=extra))
         return out
 
     @staticmethod
     def _outcome(path: Path, traj: Trajectory) -> None:
         """Harbor writes the verifier's reward in the trial's ``result.json`` (the JSON's folder or its parent)."""
-        for cand in (path.parent / "result.json", path.parent.parent / "result.json"):
+        from gui_app.core.formats.harbor import RESULT, apply_result
+
+        for cand in (path.parent / RESULT, path.parent.parent / RESULT):
             if not cand.is_file() or cand == path:
                 continue
             try:
-                doc = c.read_json(cand)
+                apply_result(cand, traj)
             except TrajectoryFormatError as exc:
                 traj.warnings.append(f"outcome not read: {exc}")
-                return
-            vr = doc.get("verifier_result") if isinstance(doc, dict) else None
-            rewards = vr.get("rewards") if isinstance(vr, dict) else None
-            reward = rewards.get("reward") if isinstance(rewards, dict) else None
-            if isinstance(reward, (int, float)) and not isinstance(reward, bool):
-                traj.outcome = Outcome(success=reward > 0, score=float(reward), source="env")
-                if isinstance(doc.get("task_name"), str):
-                    traj.metadata["task"] = doc["task_name"]
             return
 
 

@@ -8,8 +8,12 @@ choosing action n), ``screenshot_som_step_{n}``, ``step_{n}.pkl.gz``, ``goal_obj
 The pickles hold the actions and thoughts, but unpickling runs code chosen by whoever wrote the file, and needs
 browsergym installed: this importer never opens them. Actions come from ``experiment.log`` (AgentLab logs
 "Agent chose action:" followed by the action; lines starting with "action:" are read too), the goal from log
-lines starting with "goal:"; the task name and seed from the directory name (``..._on_<task>_<seed>``).
-Success is ``cum_reward > 0``.
+lines starting with "goal:". AgentLab names the directory ``<date>_<time>_<agent>_on_<benchmark>.<task>_<seed>_<hash>``
+(``ExpArgs.prepare``: ``f"{agent_name}_on_{task_name}_{task_seed}"`` after the date, a short unique id after it;
+older runs have no id): agent, task, seed and id are read from it. Success is ``cum_reward > 0``.
+
+A run killed before its first step holds only ``exp_args.pkl`` (written by ``prepare`` before the loop starts):
+it loads as an incomplete run with no steps and a warning, so a scan lists it instead of dropping it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,30 @@ _SHOT = re.compile(r"^screenshot_step_(\d+)\.(png|jpe?g|webp)$", re.I)
 _PKL = re.compile(r"^step_(\d+)\.pkl\.gz$")
 # "2024-05-01 12:00:00,123 - browsergym.experiments.loop - INFO - message" (AgentLab's log format)
 _RECORD = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)? - (\S+) - ([A-Z]+) - (.*)$")
-_TASK = re.compile(r"_on_(.+?)(?:_(\d+))?$")
+# "2024-09-12_08-39-16_GenericAgent-gpt-4o-mini_on_miniwob.ascending-numbers_64_e6d2d5": date, agent, task, seed,
+# and the short id AgentLab appends (6 hex digits; absent in older runs, longer in some versions).
+_EXP_NAME = re.compile(r"^(?:(?P<date>\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d)_)?(?P<agent>.+?)_on_(?P<task>.+?)"
+                       r"(?:_(?P<seed>\d+))?(?:_(?P<hash>[0-9a-f]{6,32}))?$")
+EXP_ARGS = "exp_args.pkl"
+
+
+def parse_exp_name(name: str) -> dict[str, Any] | None:
+    """Agent, task, seed and id from an AgentLab experiment directory name, or None when it is not one.
+
+    >>> parse_exp_name("2024-09-12_08-39-16_GenericAgent-gpt-4o-mini_on_miniwob.ascending-numbers_64_e6d2d5")["seed"]
+    64
+    """
+    m = _EXP_NAME.match(name)
+    if not m:
+        return None
+    out: dict[str, Any] = {"agent": m.group("agent"), "task": m.group("task")}
+    if m.group("seed") is not None:
+        out["seed"] = int(m.group("seed"))
+    if m.group("hash"):
+        out["exp_hash"] = m.group("hash")
+    if m.group("date"):
+        out["started"] = m.group("date")
+    return out
 LOG_BYTES = 4 * 1024 * 1024  # logs of long runs can be large; actions are spread through, so read this much
 
 
@@ -68,6 +95,8 @@ class BrowserGymImporter:
         names = [p.name for p in c.list_dir(path)]
         if any(_SHOT.match(n) for n in names) and any(_PKL.match(n) for n in names):
             return 0.7  # a run killed before it wrote its summary
+        if EXP_ARGS in names and parse_exp_name(path.name) is not None:
+            return 0.6  # a run killed before its first step: only the pickled arguments
         return 0.0
 
     def load_all(self, path: Path, align: bool = True) -> list[Trajectory]:
@@ -94,6 +123,11 @@ class BrowserGymImporter:
         if log["goal"]:
             traj.instruction = log["goal"]
         n = summary.get("n_steps")
+        if n is None and not shots and not pickles and not actions and (root / EXP_ARGS).is_file():
+            traj.metadata["incomplete"] = True
+            warnings.append(f"{root}: incomplete run: only {EXP_ARGS} was written (the run was killed before its "
+                            f"first step); nothing to show")
+            return traj
         if n is None:
             # Without a summary: one step per observation that was followed by another one.
             n = max(len(actions), max(shots, default=-1), max(pickles, default=-1))
@@ -126,14 +160,14 @@ class BrowserGymImporter:
 
     def _summary(self, root: Path, traj: Trajectory) -> dict[str, Any]:
         file = root / SUMMARY
-        m = _TASK.search(root.name)
-        if m:
-            traj.metadata["task"] = m.group(1)
-            traj.app = m.group(1).split(".", 1)[0]  # miniwob.click-test -> miniwob
-            if m.group(2) is not None:
-                traj.metadata["seed"] = int(m.group(2))
+        parsed = parse_exp_name(root.name)
+        if parsed:
+            traj.metadata.update({k: v for k, v in parsed.items() if k != "agent"})
+            traj.agent = parsed["agent"]
+            traj.app = parsed["task"].split(".", 1)[0]  # miniwob.click-test -> miniwob
         if not file.is_file():
-            traj.warnings.append(f"{file}: missing: outcome unknown (the run may not have finished)")
+            if not (root / EXP_ARGS).is_file() or any(_SHOT.match(p.name) for p in c.list_dir(root)):
+                traj.warnings.append(f"{file}: missing: outcome unknown (the run may not have finished)")
             return {}
         doc = c.read_json(file)
         if not isinstance(doc, dict):

@@ -6,7 +6,9 @@ log, each image is one step with no action. With a log (``steps.jsonl``/``steps.
 rows get the images in order. Optional ``meta.json``/``task.json`` as for plain videos.
 
 This is the fallback format: its sniff score is low (0.2) so that any more specific format wins, and a folder
-with sub-folders that are units themselves is not one (it is a tree to scan).
+with sub-folders that are units themselves is not one (it is a tree to scan). Nor is a folder whose images sit
+beside a file another importer reads (an ATIF ``trajectory.json`` with its screenshots, an AgentNetBench task):
+those images belong to that file, which the scan then finds as its own unit.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from gui_app.core.trajectory import Step, Trajectory
 
 # Files whose presence in a sub-folder means the sub-folder is a unit of its own.
 _UNIT_MARKERS = ("trajectory.json", "traj.jsonl", "summary_info.json")
+# Files that may be a unit of another (file) format, whose images this folder would then hold.
+_DATA_EXTS = (".json", ".jsonl", ".eval")
 
 
 def _images(root: Path) -> list[Path]:
@@ -30,6 +34,14 @@ def _subdir_is_unit(d: Path) -> bool:
         if p.name in _UNIT_MARKERS or p.suffix.lower() in c.IMAGE_EXTS + c.VIDEO_EXTS:
             return True
     return False
+
+
+def _other_format(file: Path) -> bool:
+    """Whether ``file`` is a unit of a file format (lazy import: the registry imports this module)."""
+    from gui_app.core.formats import FILE_UNITS, detect
+
+    imp = detect(file)
+    return imp is not None and imp.name in FILE_UNITS
 
 
 class ImageFolderImporter:
@@ -45,6 +57,8 @@ class ImageFolderImporter:
             # A symlinked folder is never a unit of its own (a scan does not follow it: `sub -> .` would loop), so
             # it does not stop this folder from being one either.
             if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and _subdir_is_unit(p):
+                return 0.0
+            if p.suffix.lower() in _DATA_EXTS and p.name not in c.LOG_NAMES and _other_format(p):
                 return 0.0
         return 0.2
 

@@ -6,10 +6,27 @@ A directory holds ``traj.jsonl`` (one line per executed action: ``step_num``, ``
 ``recording.mp4`` and, in forks, ``runtime.log``. ``step_num`` repeats when one model response produced several
 actions; each action stays its own step here.
 
-The instruction lives in the task config, not in the result directory: it is read from a sidecar when one is
-there (``task.json``/``task_config.json``/``config.json`` in the directory, or ``../<example_id>.json``).
-No offset into the recording is stored, so steps are aligned to the video by their screenshots
-(:func:`gui_app.core.align.align_trajectory`).
+Where things live: OSWorld writes runs to ``results/<action_space>/<observation>/<model>/<domain>/<example_id>/``
+(some harnesses add a run-index folder, ``<example_id>/0/``) and keeps the task, with its ``instruction``, in
+``evaluation_examples/examples/<domain>/<example_id>.json``; the result directory holds no instruction. The task
+config is found, in this order: a sidecar in the run (``task.json``/``task_config.json``/``config.json``), the
+folder above (``../<example_id>.json``), ``evaluation_examples/examples/<domain>/<example_id>.json`` (or
+``examples/...``) in any ancestor folder (the layout of a checkout of OSWorld with its ``results/``), and in the
+task roots named by ``--tasks-root`` or ``$ROLLSCOPE_OSWORLD_TASKS_ROOT`` (paths separated by ``:``; each may be the
+OSWorld checkout, its ``evaluation_examples`` or its ``examples`` folder). A run whose instruction is not found
+loads with a warning that says where it looked; scoring it is refused (the reward model judges a run against
+its task).
+
+The example id is the folder name, which every model's run of that task shares: the model folder above the
+domain is kept as ``agent`` and the catalog keys runs by their path, not by this id.
+
+No offset into the recording is stored (OSWorld issue #223). Each action's ``action_timestamp`` and the
+recording share one wall clock, so :func:`gui_app.core.align.align_trajectory` fits one offset between them and
+refines it with the screenshots.
+
+A variant seen in public repositories writes ``step_NN.png`` with ``step_NN_trace.json`` (one JSON object per
+step: the action, the model's response, a timestamp) instead of ``traj.jsonl``, and the scores of a whole batch in
+a ``results.csv`` above the runs; it is read too (:class:`OSWorldTraceImporter`).
 
 What makes the run unreadable raises (bad ``traj.jsonl`` line, wrong field type); what only makes it partial
 (missing screenshot, missing or garbled ``result.txt``, a recording that will not open) becomes a warning.
@@ -18,6 +35,8 @@ What makes the run unreadable raises (bad ``traj.jsonl`` line, wrong field type)
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +49,9 @@ LOG = "traj.jsonl"
 RESULT = "result.txt"
 RECORDING = "recording.mp4"
 SIDECARS = ("task.json", "task_config.json", "config.json", "example.json")
+TASKS_ROOT_ENV = "ROLLSCOPE_OSWORLD_TASKS_ROOT"
+# Below a tasks root (or an ancestor of the run), where <domain>/<example_id>.json may sit.
+TASK_DIRS = (Path("evaluation_examples") / "examples", Path("examples"), Path("."))
 TIMESTAMP_FORMATS = ("%Y%m%d@%H%M%S%f", "%Y%m%d@%H%M%S")
 # OSWorld's result tree is results/<action_space>/<observation>/<model>/<domain>/<example_id>: the parent
 # directory names the application when it is one of these domains.
@@ -45,6 +67,88 @@ def parse_timestamp(value: str) -> datetime | None:
     try:
         return datetime.strptime(value, fmt)
     except ValueError:
+        return None
+
+
+def tasks_roots() -> list[Path]:
+    """The task roots named by ``$ROLLSCOPE_OSWORLD_TASKS_ROOT`` (``--tasks-root`` sets it for one command)."""
+    raw = os.environ.get(TASKS_ROOT_ENV, "")
+    return [Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip()]
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Where a result directory sits in OSWorld's tree (see :func:`run_layout`).
+
+    Attributes:
+        example_id: the example's id (the run's folder name).
+        folder: the folder above the example (the domain, in OSWorld's layout), None at a root.
+        domain: ``folder`` when it is one of OSWorld's domains (:data:`DOMAINS`).
+        model: the folder above that (the model, in OSWorld's layout).
+        run_index: the run-index folder's name (``<example_id>/0``), None without one.
+    """
+
+    example_id: str
+    folder: str | None
+    domain: str | None
+    model: str | None
+    run_index: str | None
+
+
+def run_layout(root: Path) -> RunLayout:
+    """Example id, domain, model and run index of a result directory, from OSWorld's folder layout.
+
+    ``.../<model>/<domain>/<example_id>`` and, with a run-index folder, ``.../<model>/<domain>/<example_id>/<n>``.
+    A task config found under ``<folder>/<example_id>.json`` confirms a folder name that is not one of OSWorld's
+    domains (a recorder writing OSWorld's layout for its own domains).
+    """
+    parts = root.parts
+    run_index = None
+    if root.name.isdigit() and len(parts) >= 2:
+        run_index, parts = root.name, parts[:-1]
+    folder = parts[-2] if len(parts) >= 2 else None
+    return RunLayout(example_id=parts[-1], folder=folder, domain=folder if folder in DOMAINS else None,
+                     model=parts[-3] if len(parts) >= 3 else None, run_index=run_index)
+
+
+def find_task_config(root: Path, example_id: str, domain: str | None) -> tuple[Path | None, list[str]]:
+    """The task config of a run, and the places looked in (for the warning when there is none).
+
+    Args:
+        root: the run's folder.
+        example_id: the example's id (the file is ``<example_id>.json``).
+        domain: the folder the run sits in (OSWorld's domain), or None when there is none.
+    """
+    name = f"{example_id}.json"
+    ex = root.parent if root.name.isdigit() and root.parent.name == example_id else root  # <id>/<run index>/
+    cands = [d / n for d in dict.fromkeys((root, ex)) for n in SIDECARS] + [ex.parent / name]
+    if domain:
+        for anc in root.parents:
+            cands += [anc / "evaluation_examples" / "examples" / domain / name, anc / "examples" / domain / name]
+    for base in tasks_roots():
+        for d in TASK_DIRS:
+            if domain:
+                cands.append(base / d / domain / name)
+            cands += sorted((base / d).glob(f"*/{name}"))  # the run's folder may not be named after its domain
+    for cand in cands:
+        if cand.is_file():
+            return cand, []
+    looked = ["a task.json in the run"]
+    if domain:
+        looked.append(f"evaluation_examples/examples/{domain}/{name} above the run")
+    roots = tasks_roots()
+    looked.append(f"the tasks roots {', '.join(map(str, roots))}" if roots else
+                  f"no tasks root was given (--tasks-root or ${TASKS_ROOT_ENV})")
+    return None, looked
+
+
+def read_task_config(file: Path, traj: Trajectory) -> Any:
+    """A task config's JSON, or None (with a warning on ``traj``: a bad config loses the instruction, not the
+    run)."""
+    try:
+        return c.read_json(file)
+    except TrajectoryFormatError as exc:
+        traj.warnings.append(f"task config not read: {exc}")
         return None
 
 
@@ -88,7 +192,10 @@ class OSWorldImporter:
         if not log.is_file():
             raise TrajectoryFormatError(log, None, "no such file")
         warnings: list[str] = []
-        traj = Trajectory(id=root.name, source_format=self.name, source_path=str(root), warnings=warnings)
+        layout = run_layout(root)
+        traj = Trajectory(id=layout.example_id if layout.run_index is None else
+                          f"{layout.example_id}/{layout.run_index}",
+                          source_format=self.name, source_path=str(root), warnings=warnings)
         steps: list[Step] = []
         t0: datetime | None = None
         trace: list[str] = []
@@ -164,37 +271,38 @@ class OSWorldImporter:
 
     @staticmethod
     def _sidecar(root: Path, traj: Trajectory) -> None:
-        candidates = [root / n for n in SIDECARS] + [root.parent / f"{root.name}.json"]
-        for cand in candidates:
-            if not cand.is_file():
-                continue
-            try:
-                doc = c.read_json(cand)
-            except TrajectoryFormatError as exc:
-                traj.warnings.append(f"task config not read: {exc}")
-                continue
-            if not isinstance(doc, dict) or not isinstance(doc.get("instruction"), str):
-                continue
-            if not traj.instruction:
-                traj.instruction = doc["instruction"]
-            apps = doc.get("related_apps")
-            if isinstance(apps, list) and apps and all(isinstance(a, str) for a in apps):
-                traj.app = ",".join(apps)
-            if isinstance(doc.get("snapshot"), str):
-                traj.metadata["snapshot"] = doc["snapshot"]
-            if isinstance(doc.get("id"), str):
-                traj.metadata["example_id"] = doc["id"]
-            traj.metadata["task_config"] = str(cand)
-            break
-        if traj.app is None and root.parent.name in DOMAINS:
-            traj.app = root.parent.name
-        example = traj.metadata.get("example_id", root.name)
-        traj.metadata["task"] = f"{root.parent.name}/{example}" if root.parent.name in DOMAINS else example
-        if root.parent.name in DOMAINS:
-            traj.metadata["domain"] = root.parent.name
-            traj.agent = root.parent.parent.name or None  # .../<model>/<domain>/<example_id>
+        layout = run_layout(root)
+        example, domain = layout.example_id, layout.domain
+        cand, looked = find_task_config(root, example, layout.folder)  # looked: where, for the warning
+        if cand is not None and domain is None and cand.parent.name == layout.folder and \
+                cand.name == f"{example}.json":
+            domain = layout.folder  # <folder>/<example_id>.json: the folder is the domain
+        if cand is not None:
+            doc = read_task_config(cand, traj)
+            if isinstance(doc, dict) and isinstance(doc.get("instruction"), str):
+                if not traj.instruction:
+                    traj.instruction = doc["instruction"]
+                apps = doc.get("related_apps")
+                if isinstance(apps, list) and apps and all(isinstance(a, str) for a in apps):
+                    traj.app = ",".join(apps)
+                if isinstance(doc.get("snapshot"), str):
+                    traj.metadata["snapshot"] = doc["snapshot"]
+                if isinstance(doc.get("id"), str):
+                    traj.metadata["example_id"] = doc["id"]
+                traj.metadata["task_config"] = str(cand)
+            elif isinstance(doc, dict):
+                traj.warnings.append(f"{cand}: field 'instruction': missing; the task config holds no instruction")
+        traj.metadata.setdefault("example_id", example)
+        if layout.run_index is not None:
+            traj.metadata["run_index"] = layout.run_index
+        if domain is not None:
+            traj.app = traj.app or domain
+            traj.metadata["domain"] = domain
+            traj.agent = layout.model or None
+        traj.metadata["task"] = f"{domain}/{traj.metadata['example_id']}" if domain else traj.metadata["example_id"]
         if not traj.instruction:
-            traj.warnings.append(f"{root}: no instruction (no task config sidecar such as task.json)")
+            traj.warnings.append(f"{root}: no instruction: OSWorld keeps it in the task config, which was not found "
+                                 f"(looked for {'; '.join(looked)})")
 
     @staticmethod
     def _outcome(root: Path, traj: Trajectory) -> None:

@@ -1,0 +1,127 @@
+"""Which trajectory a label, a score or a catalog row is about: the library key.
+
+A format's own id is not unique: an OSWorld run is named after its task (every model's run of that task has it),
+Harbor's golden ATIF files all say ``NORMALIZED_SESSION_ID``, AgentNet lines repeat task ids. So Rollscope keys
+trajectories by where they are in the library: the **library key** (``ref``) is the unit's path relative to the
+library root, with ``/`` separators, plus ``#N`` for the N-th trajectory of a multi-trajectory file
+(``results/pyautogui/screenshot/gpt-4o/chrome/bb5e4c0d-.../``, ``logs/run.eval#3``). It is unique (two units
+cannot share a path), stable (it does not change when the library folder is moved or copied: the catalog and the
+labels live inside it) and readable. The format's own id stays on the trajectory (``Trajectory.id``) and in the
+catalog (``id`` column) for display and search.
+
+The library root is the folder whose ``.rollscope/`` holds the catalog and the labels; a single trajectory opened
+on its own labels into the folder holding it, so its key is its name there, as it would be in that folder's
+library. A unit outside the root (a catalog indexing several trees) is keyed by its absolute path.
+
+Commands accept a key, a catalog key (a path) or a format's own id; an id is resolved only when exactly one
+trajectory of the library has it (:func:`resolve`), otherwise the command says which ones do. Labels written
+before keys existed were keyed by format ids: :func:`migrate_store` moves each to its key when the id is
+unambiguous in the catalog and reports the others (``rollscope labels rekey`` moves them by hand).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gui_app.core.errors import RollscopeError
+
+if TYPE_CHECKING:
+    from gui_app.core.catalog import Catalog
+    from gui_app.core.trajectory import Trajectory
+
+
+class AmbiguousIdError(RollscopeError):
+    """An id that several trajectories of the library have (or none): names them so the user can pick a key."""
+
+    def __init__(self, ident: str, refs: list[str]):
+        self.ident, self.refs = ident, refs
+        if refs:
+            shown = ", ".join(refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")
+            msg = f"{ident!r} is the id of {len(refs)} trajectories in the library: give one of their keys: {shown}"
+        else:
+            msg = f"{ident!r} is neither a key nor the id of a trajectory in the library (scan it first?)"
+        super().__init__(msg)
+
+
+def library_key(key: str, root: str | Path | None) -> str:
+    """The library key of a catalog key (a unit path, or ``PATH#N``).
+
+    Args:
+        key: what :func:`gui_app.core.formats.load` accepts.
+        root: the library root (None: the key stays absolute).
+    """
+    path, sep, sel = str(key).rpartition("#") if "#" in str(key) else (str(key), "", "")
+    if not sel.isdigit():
+        path, sep, sel = str(key), "", ""
+    if root is not None:
+        base = os.path.abspath(root)
+        full = os.path.abspath(path)
+        if full == base or full.startswith(base.rstrip(os.sep) + os.sep):
+            rel = os.path.relpath(full, base)
+            path = "." if rel == "." else rel.replace(os.sep, "/")
+    return f"{path}#{sel}" if sep else path
+
+
+def ref_of(traj: Trajectory) -> str:
+    """What labels of ``traj`` are keyed by: its library key when it was loaded through a library (the app sets
+    ``metadata['ref']``), else its own id."""
+    ref = traj.metadata.get("ref") if isinstance(traj.metadata, dict) else None
+    return ref if isinstance(ref, str) and ref else traj.id
+
+
+def resolve(ident: str, catalog: Catalog | None) -> str:
+    """The library key ``ident`` names: itself when it is a key, the key of the catalog row it is the path of,
+    or the key of the one trajectory whose own id it is.
+
+    Raises:
+        AmbiguousIdError: several trajectories have that id, or none does and it is not a key either (only with
+            a catalog; without one the identifier is taken as it is).
+    """
+    if catalog is None:
+        return ident
+    rows = catalog.find(ident)
+    if len(rows) == 1:
+        return rows[0].ref
+    raise AmbiguousIdError(ident, sorted(r.ref for r in rows))
+
+
+@dataclass
+class MigrationReport:
+    """What :func:`migrate_store` did: ids moved to keys, and those it could not move."""
+
+    moved: dict[str, str] = field(default_factory=dict)
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+    conflicts: list[str] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        """One line per label the user must look at."""
+        out = [f"labels of {old!r} stay under that id: {len(refs)} trajectories have it ({', '.join(refs[:3])}"
+               f"{'...' if len(refs) > 3 else ''}); move them with: rollscope labels rekey {old!r} KEY"
+               for old, refs in self.ambiguous.items()]
+        out += [f"labels of {old!r} stay under that id: its trajectory already has labels of the same annotator "
+                f"under its key" for old in self.conflicts]
+        return out
+
+
+def migrate_store(store: Any, catalog: Catalog) -> MigrationReport:
+    """Move labels keyed by a format's own id to the trajectory's library key, where the id is unambiguous in the
+    catalog. Labels whose id is already a key, or names no trajectory yet (not scanned), are left as they are;
+    nothing is deleted. Idempotent: run it whenever a library opens or a scan ends."""
+    report = MigrationReport()
+    refs = catalog.refs()
+    mapping: dict[str, str] = {}
+    for tid in store.referenced_ids():
+        if tid in refs:
+            continue
+        rows = [r for r in catalog.find(tid) if r.ref != tid]
+        if len(rows) == 1:
+            mapping[tid] = rows[0].ref
+        elif len(rows) > 1:
+            report.ambiguous[tid] = sorted(r.ref for r in rows)
+    if mapping:
+        moved, conflicts = store.rekey(mapping, actor="rollscope (identity migration)")
+        report.moved, report.conflicts = moved, conflicts
+    return report
