@@ -156,6 +156,29 @@ def mutate_json_value(rng: random.Random, target: Path, quick: bool) -> str:
     return f"{target.name} {'.'.join(map(str, where)) or '(root)'} <- {name}"
 
 
+def mutate_zip_member(rng: random.Random, target: Path, quick: bool) -> str:
+    """A JSON member of a zip archive (an Inspect ``.eval`` log) mutated like a JSON file, the archive rewritten."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(target) as z:
+            members = [(i, z.read(i.filename)) for i in z.infolist()]
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return mutate_flip(rng, target, quick)
+    names = [i.filename for i, _ in members if i.filename.endswith(".json")]
+    if not names:
+        return mutate_flip(rng, target, quick)
+    name = rng.choice(names)
+    scratch = target.with_name(target.name + ".member.json")
+    scratch.write_bytes(dict((i.filename, d) for i, d in members)[name])
+    what = mutate_json_value(rng, scratch, quick)
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, data in members:
+            z.writestr(info.filename, scratch.read_bytes() if info.filename == name else data)
+    scratch.unlink()
+    return f"member {name}: {what}"
+
+
 def mutate_csv_cell(rng: random.Random, target: Path, quick: bool) -> str:
     lines = target.read_text(encoding="utf-8-sig").splitlines()
     if len(lines) < 2:
@@ -276,6 +299,8 @@ def mutate(rng: random.Random, unit: Path, quick: bool) -> str:
         op = _pick(rng, TEXT_OPS)
         if target.suffix.lower() == ".csv" and op is mutate_json_value:
             op = mutate_csv_cell
+        elif target.suffix.lower() == ".eval" and op is mutate_json_value:
+            op = mutate_zip_member
         elif op is mutate_json_value and target.suffix.lower() not in (".json", ".jsonl", ".ndjson"):
             op = mutate_flip
     else:

@@ -58,7 +58,8 @@ class AgentNetBenchImporter:
         meta = get("meta_info", dict)
         if meta:
             traj.metadata["meta_info"] = meta
-            apps = [a for a in (meta.get("applications") or []) + (meta.get("websites") or []) if isinstance(a, str)]
+            apps = [a for k in ("applications", "websites") if isinstance(meta.get(k), list) for a in meta[k]
+                    if isinstance(a, str)]
             traj.app = ", ".join(apps) or None
             traj.os = meta.get("system") if isinstance(meta.get("system"), str) else None
             if isinstance(meta.get("domain"), str):
