@@ -30,13 +30,25 @@ def add_store_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def open_catalog_from(args: argparse.Namespace) -> Any:
-    """The library's catalog (to resolve trajectory ids), or None when there is none."""
+    """The library's catalog (to resolve trajectory ids), or None when there is none.
+
+    The default one (``ROOT/.rollscope/catalog.sqlite``) is optional: when it cannot be opened (a read-only library
+    whose catalog was never brought to this schema), the command goes on without it and says so. One named by
+    ``--catalog`` must open.
+    """
     from gui_app.core.catalog import CATALOG_DIR, CATALOG_NAME, Catalog
+    from gui_app.core.errors import CatalogError
 
     if getattr(args, "catalog", None):
         return Catalog(args.catalog, library_root=args.root)
     path = Path(args.root) / CATALOG_DIR / CATALOG_NAME
-    return Catalog(path) if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        return Catalog(path)
+    except CatalogError as exc:
+        print(f"rollscope: note: the library's catalog is not used: {exc}", file=sys.stderr)
+        return None
 
 
 def open_store_from(args: argparse.Namespace, must_exist: bool = False, read_only: bool = False) -> Any:

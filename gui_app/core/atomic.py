@@ -147,6 +147,8 @@ def publish_folder(target: Path, write: Callable[[Path], T], ours: Callable[[Pat
     Raises:
         OSError: the folder could not be written (``target`` is unchanged; the half-built folder is gone).
     """
+    if target.is_symlink() and target.is_dir():
+        target = Path(os.path.realpath(target))  # the folder the link names is rewritten; the link stays
     clean_leftovers(target)
     tmp = _temp(target, "tmp")
     _remove(tmp)

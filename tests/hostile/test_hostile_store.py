@@ -3,13 +3,17 @@ store appears whole (never as the empty file SQLite leaves until its first commi
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 
 import pytest
-from hostile_helpers import one_error_line, open_dir, rollscope, unprivileged
+from hostile_helpers import REPO, one_error_line, open_dir, rollscope, unprivileged
 
 from gui_app.core.annotation import Annotation
-from gui_app.core.store import StoreError, open_store
+from gui_app.core.catalog import Catalog
+from gui_app.core.store import StoreError, default_path, open_store
+
+SAMPLE = REPO / "resources" / "samples" / "miniwob" / "click-tab-success"
 
 
 @pytest.mark.parametrize("content", [b"", b"x", b"SQLite format 3", b"PK\x03\x04 a zip, not a database" * 10])
@@ -61,34 +65,42 @@ def test_a_new_store_appears_whole(tmp_path):
     assert not stale.exists()
 
 
-def test_a_read_only_store_can_be_listed_and_exported(tmp_path):
-    """A store on a read-only disk (here: a folder and file the user may not write) opens read-only for the commands
-    that only read; the old code failed with 'attempt to write a readonly database'."""
+def test_a_read_only_library_can_be_listed_and_exported(tmp_path):
+    """A library on a read-only disk (here: folders and files the user may not write), its catalog and store in
+    ``.rollscope``: the commands that only read open the store read-only; the old code failed with 'attempt to write
+    a readonly database'."""
     root = open_dir()
     lib = root / "lib"
-    s = open_store(lib / "labels.sqlite")
-    s.save(Annotation("t1", "ann", verdict="failure", notes="read me"))
+    shutil.copytree(SAMPLE, lib / "run")
+    with Catalog.for_root(lib) as cat:
+        cat.scan(lib)
+        key = cat.query()[0].ref
+    s = open_store(default_path(lib))
+    s.save(Annotation(key, "ann", verdict="failure", notes="read me"))
     s.close()
     out = root / "out"
     out.mkdir()
     out.chmod(0o777)
-    (lib / "labels.sqlite").chmod(0o444)
+    for p in sorted(lib.rglob("*"), reverse=True):
+        p.chmod(0o555 if p.is_dir() else 0o444)
     lib.chmod(0o555)
     user = unprivileged()
-    res = rollscope("labels", "list", "--store", str(lib / "labels.sqlite"), "--json", user=user)
-    assert res.returncode == 0, res.stderr
-    assert '"read me"' in res.stdout
-    res = rollscope("export", "--store", str(lib / "labels.sqlite"), "--format", "csv", "--out", str(out / "x.csv"),
-                    user=user)
-    assert res.returncode == 0, res.stderr
-    assert "read me" in (out / "x.csv").read_text()
-    res = rollscope("labels", "import", str(out / "x.csv"), "--annotator", "b", "--store",
-                    str(lib / "labels.sqlite"), user=user)
-    assert res.returncode == 1  # writing needs write access: one line, nothing changed
-    one_error_line(res.stderr)
-    ro = open_store(lib / "labels.sqlite", read_only=True)
-    with pytest.raises(StoreError, match="read-only"):
-        ro.set_field("t1", "ann", "notes", "x")
-    assert [a.notes for a in ro.annotations()] == ["read me"]
-    ro.close()
-    lib.chmod(0o755)
+    try:
+        res = rollscope("labels", "list", "--root", str(lib), "--json", user=user)
+        assert res.returncode == 0, res.stderr
+        assert '"read me"' in res.stdout
+        res = rollscope("export", "--root", str(lib), "--format", "csv", "--out", str(out / "x.csv"), user=user)
+        assert res.returncode == 0, res.stderr
+        assert "read me" in (out / "x.csv").read_text()
+        assert "Traceback" not in res.stderr
+        res = rollscope("labels", "import", str(out / "x.csv"), "--annotator", "b", "--root", str(lib), user=user)
+        assert res.returncode == 1  # writing needs write access: one line, nothing changed
+        assert "rollscope: error:" in res.stderr and "Traceback" not in res.stderr
+        ro = open_store(default_path(lib), read_only=True)
+        with pytest.raises(StoreError, match="read-only"):
+            ro.set_field(key, "ann", "notes", "x")
+        assert [a.notes for a in ro.annotations()] == ["read me"]
+        ro.close()
+    finally:
+        for p in [lib, *lib.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
