@@ -68,6 +68,11 @@ def build_seeds(folder: Path) -> dict[str, Path]:
     (folder / "whowhen" / "record.json").write_text(json.dumps(b.whowhen_record()), encoding="utf-8")
     seeds["whowhen"] = folder / "whowhen" / "record.json"
     seeds["image_folder"] = b.image_folder(folder / "images" / "shots", log=True)["path"]
+    seeds["osworld_trace"] = b.osworld_trace_dir(folder / "osworld_trace")["path"]
+    seeds["harbor"] = b.harbor_trial(folder / "harbor", "hello-world__Ab3dE9f", b.atif_v12_claude_code())
+    (folder / "inspect").mkdir()
+    seeds["inspect"] = b.inspect_computer_eval(folder / "inspect" / "computer.eval")["path"]
+    seeds["agentlab_killed"] = b.agentlab_killed_dir(folder / "agentlab", folder / "UNPICKLED")
     if REAL.is_dir():  # real files from public repositories (the formats' own fixtures)
         from gui_app.core.formats import find_units
 
@@ -463,6 +468,9 @@ def run(n: int, seed: int = 18, quick: bool = True, work: Path | None = None,
             shutil.rmtree(box, ignore_errors=True)
             for extra in work.joinpath("inputs").glob(f"{i:05d}.catalog.sqlite*"):
                 extra.unlink(missing_ok=True)
+        for marker in (work / "seeds").rglob("UNPICKLED"):  # the builders' trap pickles create it when unpickled
+            camp.counts[TRACEBACK] += 1
+            camp.failures.append(Result("(campaign)", "", TRACEBACK, f"a pickle was unpickled: {marker}"))
     finally:
         camp.seconds = time.perf_counter() - t0
         if own and not any(r.outcome == HANG for r in camp.failures):

@@ -39,5 +39,5 @@ def test_every_mutated_input_is_a_clean_error_or_a_load():
     assert counts["clean_errors"] + counts["loads_with_warnings"] + counts["clean_loads"] == INPUTS
     # The mutations do bite: most inputs end in an error or a warning, and every format was tried.
     assert counts["clean_errors"] > INPUTS // 4 and counts["loads_with_warnings"] > INPUTS // 10
-    assert counts["seeds"] >= 9
+    assert counts["seeds"] >= 13  # the builders of every format, then the real fixtures
     assert res.returncode == 0

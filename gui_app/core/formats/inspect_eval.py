@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
+import math
 import re
 import zipfile
 import zlib
@@ -51,15 +51,20 @@ def score_value(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            out = float(value)
+        except OverflowError:  # an integer past a float's range is no score
+            return None
+        return out if math.isfinite(out) else None
     if isinstance(value, str):
         v = value.strip().upper()
         if v in _GRADES:
             return _GRADES[v]
         try:
-            return float(v)
+            out = float(v)
         except ValueError:
             return None
+        return out if math.isfinite(out) else None
     return None
 
 

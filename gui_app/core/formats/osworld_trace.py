@@ -47,7 +47,10 @@ def _wall(value: Any) -> datetime | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(float(value), tz=timezone.utc).replace(tzinfo=None)
+        try:
+            return datetime.fromtimestamp(float(value), tz=timezone.utc).replace(tzinfo=None)
+        except (OverflowError, ValueError, OSError):  # past the years a clock can show (10**400, 1e308)
+            return None
     if isinstance(value, str):
         if "@" in value:
             return parse_timestamp(value)
