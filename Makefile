@@ -13,6 +13,10 @@ APT_PACKAGES := chromium chromium-driver xvfb xauth libegl1 libgl1 libxkbcommon0
 	libfontconfig1 libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 \
 	libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 fonts-liberation fonts-dejavu-core \
 	$(STYLE_PACKAGES)
+# The desktop recorder (`rollscope collect desktop`, its slow test and bench): a window manager, input and capture
+# tools, the recorded applications and the GTK themes it varies between episodes (cursor themes: STYLE_PACKAGES).
+DESKTOP_APT_PACKAGES := openbox xdotool ffmpeg xclip x11-utils x11-xserver-utils libreoffice-calc \
+	libreoffice-writer libreoffice-gtk3 mousepad pcmanfm galculator gnome-themes-extra
 SAMPLES := resources/samples
 
 .PHONY: demo test install system-deps bench screenshots package clean
@@ -22,13 +26,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first and exactly 2.13.0: the CPU build found locally (any other spec pulls CUDA packages)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[train,collect,dev,package]'
+	$(BIN)/python -m pip install --quiet -e '.[train,collect,dev,package,teams,cluster]'
 	@touch $(STAMP)
 
 install: system-deps $(STAMP)
 
+# A team's label store: the tests start a throw-away PostgreSQL server from Debian's package (tests/pg.py).
+TEAM_PACKAGES := postgresql
+
 system-deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(APT_PACKAGES) $(DESKTOP_APT_PACKAGES) $(TEAM_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then \
 		echo "installing Debian packages: $$missing"; \

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,19 @@ class Figures:
 def log(msg: str) -> None:
     """Progress notes go to stderr so that stdout holds only figures."""
     print(msg, file=sys.stderr, flush=True)
+
+
+def run_until(app: Any, done: Callable[[], bool], timeout_s: float, step_ms: int = 20) -> bool:
+    """Run ``app``'s event loop until ``done()`` (True) or ``timeout_s`` passes (False): how a benchmark waits for
+    the real window without sleeping."""
+    from PySide6.QtCore import QEventLoop
+
+    end = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > end:
+            return False
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, step_ms)
+    return True
 
 
 def rss_mb() -> float:

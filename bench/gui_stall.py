@@ -32,7 +32,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from _common import DATA, Figures, log, parser, percentile  # noqa: E402
+from _common import DATA, Figures, log, parser, percentile, run_until  # noqa: E402
 
 TARGET_MS = 100.0
 BEAT_MS = 10
@@ -138,17 +138,6 @@ class Heartbeat:
         return {"max_gap_ms": worst[0], "p99_gap_ms": percentile([g for g, _ in gaps], 99),
                 "stall_ms": max(worst[0] - BEAT_MS, 0.0), "cpu_in_worst_ms": worst[1],
                 "max_cpu_ms": max(c for _, c in gaps), "beats": len(gaps)}
-
-
-def run_until(app, done, timeout_s: float) -> bool:
-    from PySide6.QtCore import QEventLoop
-
-    end = time.monotonic() + timeout_s
-    while not done():
-        if time.monotonic() > end:
-            return False
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-    return True
 
 
 def add_beats(fig: Figures, phase: str, stats: dict) -> None:

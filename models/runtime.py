@@ -61,9 +61,15 @@ class _OnnxBackend:
         # forward and slows the next trajectory's decoding and pruning (measured: decode 22 -> 52 ms).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+        # Give the CPU arena's free chunks back after every run. A batch is padded to its longest run, so one long
+        # run makes the arena grow by hundreds of MB (attention over every padded token), and without shrinkage
+        # the arena keeps that peak for the life of the process and extends it for each new batch shape: the app
+        # went 195 -> 736 -> 810 -> 860 MB over three library scorings (bench/scoring_memory.py).
+        self.run_options = ort.RunOptions()
+        self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def __call__(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        s, f = self.session.run(["success_logit", "frame_logits"], batch)
+        s, f = self.session.run(["success_logit", "frame_logits"], batch, self.run_options)
         return s, f
 
 

@@ -1,10 +1,11 @@
-"""Screenshots of the real main window for the docs: library, viewer, timeline and the pruning overlay.
+"""Screenshots of the real main window for the docs: the window, library, viewer with its transport bar, the legible
+timeline, the pruning overlay and two runs side by side.
 
 Run by ``make screenshots`` under Xvfb (``xvfb-run``); without a display it falls back to Qt's offscreen platform,
 which renders the same widgets. Opens ``resources/samples/`` when it holds trajectories, else a generated folder
-of recorded trajectories (real H.264 videos), selects one with a recording, steps into it, scores it (shipped
-weights, else a stand-in of the same architecture with random weights, said in the overlay shot's name) and
-turns the overlay on.
+of recorded trajectories (real H.264 videos). It scores the whole library (shipped weights, else a stand-in of the
+same architecture with random weights, said in the shots' names), opens a run the environment failed, labels it
+from the keyboard, turns the overlay on over a frame the model saw, and compares it with a run of the same task.
 
 Usage: ``python packaging/screenshots.py OUT_DIR [--folder PATH]``
 """
@@ -58,6 +59,20 @@ def _library(folder: str | None) -> Path:
     return make_video_library(REPO / "data" / "screenshots" / "library", 8, steps=6, fps=5)
 
 
+def _pick(model, prefer_task: str | None = None) -> tuple[str | None, str | None]:
+    """Keys of a run the environment failed (several steps, a recording; the preferred task first) and of a
+    successful run of its task (None when there is none)."""
+    rows = [r for r in (model.row(i) for i in range(model.rowCount())) if r is not None]
+    usable = [r for r in rows if not r.error and (r.n_steps or 0) > 2 and (Path(r.path) / "video.mp4").exists()]
+    failed = sorted((r for r in usable if r.success is False),
+                    key=lambda r: (r.task != prefer_task, r.model_success is not False, r.key))
+    a = failed[0] if failed else (usable[0] if usable else None)
+    if a is None:
+        return None, None
+    same = [r for r in usable if r.key != a.key and r.task == a.task and r.success]
+    return a.key, (same[0].key if same else None)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", type=Path, help="folder for the PNG files")
@@ -65,13 +80,18 @@ def main() -> int:
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
     from gui_app.qt.app import make_app
     from gui_app.qt.main_window import MainWindow
+    from models.runtime import WEIGHTS_DIR, RewardModel
 
     app = make_app([sys.argv[0]])
     win = MainWindow()
     win.resize(1500, 900)
     win.show()
+    win.set_annotator("ada")
     _settle(app)
     root = _library(args.folder)
     scanned: list = []
@@ -80,32 +100,6 @@ def main() -> int:
     if not _wait(app, lambda: bool(scanned) and not win.library.model.pending, 300):
         print("scan did not finish", file=sys.stderr)
         return 1
-    model = win.library.model
-    target = next((r for r in range(model.rowCount()) if (model.row(r).n_steps or 0) > 1 and not model.row(r).error
-                   and (Path(model.row(r).path) / "video.mp4").exists()), 0)
-    loaded: list = []
-    win.loader.loaded.connect(loaded.append)
-    win.library.select_row(target)
-    _wait(app, lambda: bool(loaded), 120)
-    video = win.video
-    _wait(app, lambda: getattr(video, "shown_frame", 0) >= 0, 30)
-    _settle(app)
-    shots: list[Path] = []
-
-    def shot(widget, name: str) -> None:
-        _settle(app, 0.3)
-        path = args.out / name
-        widget.grab().save(str(path))
-        shots.append(path)
-
-    shot(win, "main_window.png")
-    shot(win.docks["library"], "library.png")
-    win.session.set_step(min(2, (win.session.trajectory.n_steps if win.session.trajectory else 1) - 1))
-    _wait(app, lambda: getattr(video, "shown_frame", 0) == win.session.frame, 30)
-    shot(win, "viewer.png")
-
-    from models.runtime import WEIGHTS_DIR, RewardModel
-
     suffix = ""
     if not (WEIGHTS_DIR / "model.onnx").is_file():
         from gui_stall import standin_weights
@@ -114,15 +108,75 @@ def main() -> int:
         suffix = "_standin_weights"
     scored: list = []
     win.scorer.scored.connect(scored.append)
-    win.score_current()
-    if _wait(app, lambda: bool(scored), 300):
-        if "timeline" in win.docks:
-            shot(win.docks["timeline"], f"timeline{suffix}.png")  # step scores, p(success), tokens kept
-        win.action_map["toggle_overlay"].setChecked(True)
-        _settle(app, 0.6)
-        shot(win, f"pruning_overlay{suffix}.png")
-    else:
+    win.score_library()  # the library's p(success) column with the verdicts, and every run's timeline
+    if not _wait(app, lambda: bool(scored) and win.scorer.job is None and not win.library.model.pending, 600):
         print(f"scoring did not finish: {win.notifier.history[-2:]}", file=sys.stderr)
+    model = win.library.model
+    target, other = _pick(model, prefer_task="login-user")
+    loaded: list = []
+    win.loader.loaded.connect(loaded.append)
+    if target is None or not win.library.select_key(target):
+        win.library.select_row(0)
+    _wait(app, lambda: bool(loaded), 120)
+    video = win.video
+    _wait(app, lambda: video.shown_frame >= 0, 30)
+    # Label it from the keyboard, focus on the library table: verdict, a label (key 21), root cause at step 1.
+    handle = win.windowHandle()
+    win.library.table.setFocus()
+    win.session.set_step(1)
+    for key in (Qt.Key.Key_F, Qt.Key.Key_2, Qt.Key.Key_1, Qt.Key.Key_R):
+        QTest.keyClick(handle, key)
+    _wait(app, lambda: win.label_panel.pending_writes == 0, 30)
+    shots: list[Path] = []
+
+    def shot(widget, name: str) -> None:
+        _settle(app, 0.4)
+        path = args.out / name
+        widget.grab().save(str(path))
+        shots.append(path)
+
+    n_steps = win.session.trajectory.n_steps if win.session.trajectory else 1
+    win.session.set_step(min(2, n_steps - 1))
+    _wait(app, lambda: video.shown_frame == win.session.frame, 30)
+    shot(win, f"main_window{suffix}.png")
+    width = win.docks["library"].width()
+    win.resizeDocks([win.docks["library"]], [780], Qt.Orientation.Horizontal)  # every column, p(success) too
+    shot(win.docks["library"], f"library{suffix}.png")
+    win.resizeDocks([win.docks["library"]], [width], Qt.Orientation.Horizontal)
+    shot(win.centralWidget(), f"viewer{suffix}.png")  # the video with the action drawn, over the transport bar
+    # The timeline of a run the model and the environment both call a failure: the predicted first deviation.
+    agreed = next((r.key for r in (model.row(i) for i in range(model.rowCount())) if r is not None
+                   and r.success is False and r.model_success is False and r.first_error_step is not None
+                   and (r.n_steps or 0) > 2), None)
+    if agreed is not None and agreed != win.session.key:
+        loaded.clear()
+        win.library.select_key(agreed)
+        _wait(app, lambda: bool(loaded), 60)
+        win.session.set_step(min(1, win.session.trajectory.n_steps - 1))
+    shot(win.docks["timeline"], f"timeline{suffix}.png")  # verdict, threshold, first deviation, legend
+    if agreed is not None and target is not None and agreed != target:
+        loaded.clear()
+        win.library.select_key(target)
+        _wait(app, lambda: bool(loaded), 60)
+        win.session.set_step(min(2, n_steps - 1))
+        _wait(app, lambda: video.shown_frame == win.session.frame, 30)
+    win.action_map["toggle_overlay"].setChecked(True)
+    kf = video._kf_frames
+    if kf:  # a frame the model saw: the mask drawn is that frame's
+        win.session.set_frame(kf[min(1, len(kf) - 1)])
+        _wait(app, lambda: video.shown_frame == win.session.frame, 30)
+    shot(win, f"pruning_overlay{suffix}.png")
+    win.action_map["toggle_overlay"].setChecked(False)
+    if other is not None:
+        opened: list = []
+        win.comparison.opened.connect(opened.append)
+        win.docks["library"].hide()  # room for the two videos, as one compares
+        win.docks["labels"].hide()
+        win.compare_with(other)
+        if _wait(app, lambda: bool(opened), 120):
+            win.session.set_step(min(2, n_steps - 1))
+            _wait(app, lambda: win.compare_pane.video.shown_frame == win.comparison.session.frame, 30)
+            shot(win, f"side_by_side{suffix}.png")
     win.close()
     for path in shots:
         print(path)

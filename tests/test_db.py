@@ -26,20 +26,25 @@ def test_a_catalog_left_by_the_old_code_migrates_keeping_rows_and_scores(tmp_pat
                  "VALUES ('/lib/a', 'old-model', 0.55, 1, '[0.2, 0.8]', 1.0)")
     conn.close()
     with Catalog(path) as cat:
-        assert cat.schema_version == SCHEMA_VERSION == 6
+        assert cat.schema_version == SCHEMA_VERSION == 7
         assert {r.ref for r in cat.query()} == {"/lib/a", "/lib/b"}  # keys backfilled (no library root: absolute)
         a, b = cat.query(order_by="key")
         assert (a.instruction, a.success, a.p_success, a.first_error_step) == ("Open the menu", False, 0.55, 1)
         assert (a.threshold, a.model_success) == (None, None)  # the old code kept no threshold: unknown
+        assert a.model_unknown is False and b.model_unknown is None  # scored then: a known verdict; unscored
         assert (b.p_success, b.threshold) == (None, None)
         old = cat.latest_score("/lib/a")
-        assert (old.model, old.step_scores, old.threshold, old.success, old.warnings) == (
-            "old-model", [0.2, 0.8], None, None, [])
+        assert (old.model, old.step_scores, old.threshold, old.success, old.warnings, old.unknown) == (
+            "old-model", [0.2, 0.8], None, None, [], False)
         cat.set_score("/lib/a", Score(p_success=0.55, threshold=0.573, success=False, model="new"))
         a = cat.get("/lib/a")
-        assert (a.p_success, a.threshold, a.model_success) == (0.55, 0.573, False)
+        assert (a.p_success, a.threshold, a.model_success, a.model_unknown) == (0.55, 0.573, False, False)
+        # A model that cannot judge a run says so (model v2's `unknown`): stored whole, mirrored into the row.
+        cat.set_score("/lib/a", Score(p_success=0.0, threshold=0.573, success=False, ood=2.5, unknown=True))
+        assert cat.latest_score("/lib/a").unknown and cat.get("/lib/a").model_unknown
+        assert cat.query(order_by="key")[0].model_unknown is True
     log = sqlite3.connect(path).execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert log == [(5, "score_whole"), (6, "library_keys")]  # only what the runner applied is logged
+    assert log == [(5, "score_whole"), (6, "library_keys"), (7, "score_unknown")]  # what the runner applied
 
 
 def test_a_store_left_by_the_old_code_opens_as_it_is(tmp_path: Path):
@@ -51,7 +56,7 @@ def test_a_store_left_by_the_old_code_opens_as_it_is(tmp_path: Path):
     conn.close()
     store = open_store(path)
     try:
-        assert store.schema_version == len(migrations()) == 2
+        assert store.schema_version == len(migrations()) == 3
         rec = store.get("t", "ann")
         assert (rec.verdict, rec.labels) == ("failure", ["computer_use:wrong_element"])
         store.set_field("t", "ann", "notes", "still writable")

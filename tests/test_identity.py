@@ -74,11 +74,12 @@ def _old_catalog(db: Path, library: Path) -> None:
     conn.close()
 
 
-def test_old_store_and_catalog_migrate_without_losing_a_label(library):
+def test_old_store_and_catalog_migrate_without_losing_a_label(library, store_location):
+    """On both store backends: the library's SQLite file, and a team's PostgreSQL server."""
     db = library / ".rollscope" / "catalog.sqlite"
     db.parent.mkdir()
     _old_catalog(db, library)
-    store = open_store(root=library)  # labels as they were stored: by the trajectories' own ids
+    store = open_store(store_location)  # labels as they were stored: by the trajectories' own ids
     store.save(Annotation(EXAMPLE, "ann", verdict="failure", labels=["action.misalignment"]))
     store.save(Annotation("only-once", "ann", verdict="success"))
     store.set_step_comment("only-once", "ann", 2, "typed into the wrong field")
@@ -86,7 +87,7 @@ def test_old_store_and_catalog_migrate_without_losing_a_label(library):
     before = {(a.trajectory_id, a.annotator): a for a in store.annotations()}
 
     cat = Catalog(db)  # migration 5, then every row gets its library key
-    assert cat.schema_version == len(MIGRATIONS) == 6
+    assert cat.schema_version == len(MIGRATIONS) == 7
     assert {r.ref for r in cat.query()} == {f"results/pyautogui/screenshot/gpt-4o/chrome/{EXAMPLE}",
                                              f"results/pyautogui/screenshot/uitars-1.5/chrome/{EXAMPLE}",
                                              "other/gpt-4o/os/only-once"}
@@ -108,6 +109,27 @@ def test_old_store_and_catalog_migrate_without_losing_a_label(library):
     assert identity.migrate_store(store, cat).moved == {}  # idempotent
     store.close()
     cat.close()
+
+
+def test_a_store_that_comes_back_has_its_labels_moved_then(library, store_location):
+    """A team server down when the library opened: the labels move to their keys when the app reopens the store
+    (Library.reopen_store), as they would have at opening."""
+    from gui_app.core.library import Library
+
+    cat = Catalog.for_root(library)
+    cat.scan(library)
+    store = open_store(store_location)
+    store.save(Annotation("only-once", "ann", verdict="success"))
+    store.save(Annotation(EXAMPLE, "ann", verdict="failure"))
+    store.close()
+    lib = Library(cat, library, store_location=store_location, store_error="server down",
+                  _store_root=library)  # as open_library leaves a library whose store could not be opened
+    store = lib.reopen_store()
+    assert lib.store_error is None
+    assert store.get("other/gpt-4o/os/only-once", "ann").verdict == "success"
+    assert store.get(EXAMPLE, "ann").verdict == "failure"  # two trajectories have that id: it stays, with a note
+    assert [n for n in lib.notes if EXAMPLE in n and "rollscope labels rekey" in n]
+    lib.close()
 
 
 def test_labels_cli_takes_keys_paths_and_unambiguous_ids(library, tmp_path, capsys):
@@ -149,6 +171,13 @@ def test_labels_cli_takes_keys_paths_and_unambiguous_ids(library, tmp_path, caps
     assert json.loads(capsys.readouterr().out) == {"moved": {EXAMPLE: key}}
     store = open_store(root=library)
     assert store.get(key, "bob").verdict == "failure" and store.get(EXAMPLE, "bob") is None
+    store.save(Annotation(EXAMPLE, "bob", verdict="success"))  # bob again under the id: moving it would clash
+    store.close()
+    assert cli.main(["labels", "rekey", EXAMPLE, key, *root]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("rollscope: note: ")]
+    assert len(err) == 1 and err[0].startswith("rollscope: error: ") and "nothing was moved" in err[0]
+    store = open_store(root=library)
+    assert store.get(key, "bob").verdict == "failure" and store.get(EXAMPLE, "bob").verdict == "success"
     store.close()
 
 

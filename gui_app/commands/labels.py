@@ -1,13 +1,19 @@
-"""``rollscope labels ...``: import labels, list and show records, the audit trail, overrides, adjudication.
+"""``rollscope labels ...``: import labels, list and show records, the audit trail, overrides, adjudication, and move
+a whole store between SQLite and PostgreSQL.
 
 ``rollscope labels import FILE --annotator NAME [--store PATH]`` reads CSV / JSONL / Parquet (the columns of
-``rollscope export``, or AgentDebug / Who&When names) into the annotation store.
+``rollscope export``, or AgentDebug / Who&When names) into the annotation store. ``--store`` takes a SQLite file or a
+team's ``postgresql://USER@HOST:PORT/DB`` on every command that reads or writes labels.
 
 Labels are keyed by the library key (the trajectory's path within the library, see
 :mod:`gui_app.core.identity`). With the library's catalog (``ROOT/.rollscope/catalog.sqlite``, or ``--catalog``),
 every command takes a trajectory as its key, its path or its own id where that id is unambiguous; an ambiguous
 id is an error naming the trajectories that share it. Labels stored before keys existed (by format ids) move to
-their keys when the command opens the store; ``labels rekey OLD NEW`` moves those whose id was ambiguous.
+their keys when the command opens the store (a team's server store too: keys are paths within the library, the same
+on every machine that mounts it at the same place); ``labels rekey OLD NEW`` moves those whose id was ambiguous.
+
+``rollscope labels migrate --from SOURCE --to TARGET`` copies every record, audit entry, override, adjudication,
+queue and assignment into an empty store (either direction), in one transaction, and checks the counts at the end.
 """
 
 from __future__ import annotations
@@ -22,11 +28,32 @@ from typing import Any
 # Actions that only read the store: they open it read-only.
 READ_ONLY = ("list", "show", "audit", "final")
 
+STORE_HELP = ("annotation store: a SQLite file, or a team's server as postgresql://USER@HOST:PORT/DB "
+              "(default: ROOT/.rollscope/labels.sqlite)")
+
 
 def add_store_arguments(p: argparse.ArgumentParser) -> None:
     """``--store`` / ``--root``, shared by every command that reads the annotation store."""
-    p.add_argument("--store", default=None, help="annotation store (default: ROOT/.rollscope/labels.sqlite)")
+    p.add_argument("--store", default=None, help=STORE_HELP)
     p.add_argument("--root", default=".", help="library root, for the default store and catalog (default: .)")
+
+
+def open_store_at(location: str | None, root: str = ".", must_exist: bool = False, read_only: bool = False) -> Any:
+    """The store at ``location`` (a SQLite file or a ``postgresql://`` URL), else the library's under ``root``;
+    ``read_only``: a SQLite file is opened without creating or changing anything (it must exist).
+
+    Raises:
+        StoreError: ``must_exist`` or ``read_only`` and there is no SQLite file there; or it cannot be opened
+            (StoreUnavailable: its server cannot be reached).
+    """
+    from gui_app.core.store import StoreError, default_path, is_url, open_store
+
+    if is_url(location):
+        return open_store(location)  # a server's database: created tables and all on first use
+    path = Path(location) if location else default_path(root)
+    if (must_exist or read_only) and not path.exists():
+        raise StoreError(path, "no annotation store here (use --store PATH or --root LIBRARY)")
+    return open_store(path, read_only=read_only)
 
 
 def open_catalog_from(args: argparse.Namespace) -> Any:
@@ -53,13 +80,8 @@ def open_catalog_from(args: argparse.Namespace) -> Any:
 
 def open_store_from(args: argparse.Namespace, must_exist: bool = False, read_only: bool = False) -> Any:
     """The store named by ``--store`` / ``--root``; ``read_only`` for commands that only read it (they then work
-    on a store they may not write, and never create or change a file)."""
-    from gui_app.core.store import StoreError, default_path, open_store
-
-    path = Path(args.store) if args.store else default_path(args.root)
-    if (must_exist or read_only) and not path.exists():
-        raise StoreError(path, "no annotation store here (use --store PATH or --root LIBRARY)")
-    return open_store(path, read_only=read_only)
+    on a SQLite store they may not write, and never create or change a file)."""
+    return open_store_at(args.store, args.root, must_exist, read_only)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -93,10 +115,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rk.add_argument("new", help="the trajectory they belong to: its library key, path or unambiguous id")
     tx = sub.add_parser("taxonomy", help="list the bundled taxonomies, or check and show one (name or YAML/JSON file)")
     tx.add_argument("taxonomy", nargs="?", default=None)
-    for sp in sub.choices.values():
+    mg = sub.add_parser("migrate", help="copy a whole store into an empty one (SQLite <-> PostgreSQL), counts checked")
+    mg.add_argument("--from", dest="source", default=None,
+                    help="the store to copy: a SQLite file or postgresql://... (default: --store, else ROOT's)")
+    mg.add_argument("--to", dest="target", required=True,
+                    help="the empty store to copy into: a SQLite file (created) or postgresql://USER@HOST:PORT/DB")
+    for name, sp in sub.choices.items():
         add_store_arguments(sp)
-        sp.add_argument("--catalog", default=None, help="the library's catalog, to name trajectories by id "
-                                                        "(default: ROOT/.rollscope/catalog.sqlite)")
+        if name != "migrate":  # a copy moves the store as it is: no trajectory is named, nothing is rekeyed
+            sp.add_argument("--catalog", default=None, help="the library's catalog, to name trajectories by id "
+                                                            "(default: ROOT/.rollscope/catalog.sqlite)")
         sp.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -116,6 +144,25 @@ def _taxonomy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    from gui_app.commands.progress import bar
+    from gui_app.core.store import TABLES, copy_store
+
+    source = open_store_at(args.source or args.store, args.root, must_exist=True)
+    try:
+        target = open_store_at(args.target)
+        try:
+            with bar(sum(source.counts()[t] for t in TABLES), "copying", args.json) as b:
+                report = copy_store(source, target, progress=b.update)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    rows = [f"  {name:<26} {n['source']:>10,} -> {n['target']:>10,}" for name, n in report["counts"].items()]
+    _print(report, args.json, "\n".join([f"copied {report['from']} -> {report['to']}; every count matches:", *rows]))
+    return 0
+
+
 def _print(obj: Any, as_json: bool, text: str) -> None:
     print(json.dumps(obj, ensure_ascii=False, default=str) if as_json else text)
 
@@ -127,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
     cmd = args.labels_command
     if cmd == "taxonomy":
         return _taxonomy(args)
+    if cmd == "migrate":
+        return _migrate(args)
     from gui_app.core.identity import migrate_store, resolve
 
     store = open_store_from(args, must_exist=cmd != "import", read_only=cmd in READ_ONLY)
@@ -157,8 +206,8 @@ def run(args: argparse.Namespace) -> int:
             new = tid(args.new)
             moved, conflicts = store.rekey({args.old: new}, actor="rollscope labels rekey")
             if conflicts:
-                raise StoreError(store.path, f"{new} already has labels of the same annotators as {args.old!r}; "
-                                             f"nothing was moved")
+                raise StoreError(store.location, f"{new} already has labels of the same annotators as {args.old!r} "
+                                                 f"(or is in the same queue); nothing was moved")
             _print({"moved": moved}, args.json, f"{args.old} -> {new}" if moved else "nothing to move")
         elif cmd == "list":
             recs = store.annotations(tid(args.trajectory) if args.trajectory else None, args.annotator)

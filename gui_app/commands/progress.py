@@ -24,5 +24,6 @@ def bar(total: int | None, desc: str = "", json_mode: bool = False) -> tqdm:
 
 
 def _disable(json_mode: bool) -> bool | None:
-    # None is tqdm's "off when the stream is not a terminal": a log or a pipe gets errors, not bar redraws.
+    """tqdm's ``disable``: always under ``--json``; None (tqdm: off when the stream is not a terminal) otherwise, so a
+    log or a pipe gets the command's lines, not bar frames between them (``score`` prints as it goes)."""
     return True if json_mode else None

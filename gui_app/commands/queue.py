@@ -1,4 +1,9 @@
-"""``rollscope queue build|status|next``: labelling queues over the catalog, k annotators per item."""
+"""``rollscope queue build|status|next``: labelling queues over the catalog, k annotators per item.
+
+``build --annotators a,b,c --k 2`` assigns every item to two of them up front. ``build --k 2`` without annotators
+makes an open queue for a team: each annotator's ``next`` (or the app's "next" in that queue) claims an item with a
+free slot, atomically in the shared store, so annotators on different machines never take the same slot.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="queue_command", metavar="ACTION", required=True)
     b = sub.add_parser("build", help="order catalog rows for labelling and assign them to annotators")
     b.add_argument("name")
-    b.add_argument("--annotators", required=True, help="comma-separated names")
+    b.add_argument("--annotators", default="",
+                   help="comma-separated names to assign up front (none: an open queue that annotators claim from)")
     b.add_argument("--k", type=int, default=1, help="annotators per item (default 1)")
     b.add_argument("--order", default=",".join(DEFAULT_ORDER),
                    help="comma-separated orderings: " + "; ".join(f"{k}: {v}" for k, v in ORDERINGS.items()))
@@ -24,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--limit", type=int, default=None, help="at most this many items")
     s = sub.add_parser("status", help="progress per annotator")
     s.add_argument("name")
-    n = sub.add_parser("next", help="an annotator's next unlabelled item")
+    n = sub.add_parser("next", help="an annotator's next unlabelled item (claimed for them in an open queue)")
     n.add_argument("name")
     n.add_argument("--annotator", required=True)
     for sp in sub.choices.values():
@@ -35,8 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gui_app.core.queue import LabelQueue
 
-    store = open_store_from(args, must_exist=args.queue_command != "build",
-                            read_only=args.queue_command in ("status", "next"))
+    # `next` writes: in an open queue it claims the item for the annotator.
+    store = open_store_from(args, must_exist=args.queue_command != "build", read_only=args.queue_command == "status")
     try:
         if args.queue_command == "build":
             from gui_app.core.catalog import Catalog
@@ -55,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
             prog = q.progress()
             print(json.dumps(prog) if args.json else
                   f"queue {args.name!r}: {prog['items']} items, {prog['assignments']} assignments to "
-                  f"{len(annotators)} annotators (k={args.k})")
+                  f"{len(annotators)} annotators (k={args.k})" if annotators else
+                  f"queue {args.name!r}: {prog['items']} items open to claims, {args.k} annotators each")
         elif args.queue_command == "status":
             prog = LabelQueue(store, args.name).progress()
             lines = [f"queue {args.name!r}: {prog['items_done']}/{prog['items']} items fully labelled, "
@@ -63,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             lines += [f"  {a}: {d['done']}/{d['assigned']}" for a, d in prog["by_annotator"].items()]
             print(json.dumps(prog) if args.json else "\n".join(lines))
         else:
-            it = LabelQueue(store, args.name).next_for(args.annotator)
+            it = LabelQueue(store, args.name).claim(args.annotator)
             obj = None if it is None else {"position": it.position, "trajectory_id": it.trajectory_id,
                                            "key": it.key}
             print(json.dumps(obj) if args.json else ("(queue done)" if it is None else

@@ -1,4 +1,10 @@
-"""``rollscope score PATH... [--json]``: score trajectories of any supported format with the reward model.
+"""``rollscope score PATH... [--json] [--ray [ADDRESS]]``: score trajectories of any supported format with the reward
+model, here or on a Ray cluster.
+
+Each trajectory's line (or JSON object) is printed as soon as it is scored, with a progress bar on stderr. With
+``--ray`` the trajectories are fanned out to Ray workers that each load the model once (:mod:`gui_app.core.cluster`):
+without ADDRESS on a Ray instance started on this machine, with one (``auto``, ``HOST:PORT``, ``ray://HOST:10001``)
+on that cluster; the lines are the same, in the order they finish, and scores go to this machine's ``--catalog``.
 
 Exit status: 0 when every trajectory was scored, 1 when at least one could not be (each failure is one
 ``rollscope: error: ...`` line on stderr, the batch goes on; with ``--json`` its ``{"path", "error"}`` object is on
@@ -10,8 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from gui_app.commands.options import add_tasks_root, apply_tasks_root
+
+if TYPE_CHECKING:
+    from gui_app.core.scoring import ScoreOutcome
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,6 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=None,
                    help="library root: media may be read from anywhere under it (default: the folder, when one "
                         "folder is given); media outside a trajectory's own folder and the library are not read")
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="score on Ray workers (pip install 'rollscope[cluster]'): a local Ray instance without "
+                        "ADDRESS, else the cluster at ADDRESS (auto, HOST:PORT, ray://HOST:10001); media must be "
+                        "at the same path on every node. Put it after the paths, or write --ray=ADDRESS")
+    p.add_argument("--workers", type=int, default=None, help="Ray workers (default: one per CPU of the cluster)")
     add_tasks_root(p)
 
 
@@ -59,12 +74,17 @@ def library_root(root: str | None, paths: list[str]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    apply_tasks_root(args)
+    from functools import partial
+    from pathlib import Path
+
+    apply_tasks_root(args)  # before any load, and before Ray starts: its workers read the same task roots
     from gui_app.commands.progress import bar
-    from gui_app.core.scoring import score_many
+    from gui_app.core.scoring import ScoreOutcome
     from models.runtime import RewardModel
 
-    model = RewardModel.load(args.model, backend=args.backend)
+    if args.ray is not None and args.ray != "local" and Path(args.ray).exists():
+        args.paths.append(args.ray)  # `--ray PATH`: argparse took a path for the address; it is a path
+        args.ray = "local"
     catalog = None
     if args.catalog:
         from gui_app.core.catalog import Catalog
@@ -72,31 +92,54 @@ def run(args: argparse.Namespace) -> int:
         catalog = Catalog(args.catalog)
     paths = expand(args.paths)
     pbar = bar(len(paths), desc="scoring", json_mode=args.json)
+    counts = {"all": 0, "failed": 0}
+
+    def show(oc: ScoreOutcome) -> None:
+        counts["all"] += 1
+        counts["failed"] += oc.result is None
+        pbar.clear()
+        print_outcome(oc, args.json)
+
     try:
-        outcomes = score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size,
-                              progress=lambda done, total: pbar.update(done - pbar.n),
-                              library_root=library_root(args.root, args.paths))
+        root = library_root(args.root, args.paths)
+        if args.ray is not None:
+            from gui_app.core.cluster import score_on_ray
+
+            factory = partial(RewardModel.load, args.model, backend=args.backend)
+            stats = score_on_ray(paths, factory, address=args.ray, workers=args.workers, catalog=catalog,
+                                 prune=args.prune, chunk=args.batch_size, on_outcome=show, library_root=root,
+                                 progress=lambda done, total: pbar.update(done - pbar.n))
+            if stats.retried and not args.json:
+                print(f"note: {stats.retried} trajectories were sent again after {stats.replaced} Ray worker(s) "
+                      "were lost", file=sys.stderr)
+        else:
+            from gui_app.core.scoring import score_many
+
+            model = RewardModel.load(args.model, backend=args.backend)
+            score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size, on_outcome=show,
+                       progress=lambda done, total: pbar.update(done - pbar.n), library_root=root)
     finally:
         pbar.close()
         if catalog is not None:
             catalog.close()
-    failed = 0
-    for oc in outcomes:
-        if oc.result is None:
-            # Errors name their file already; prefix the item only when they do not.
-            text = oc.error if (oc.error or "").startswith(oc.key) else f"{oc.key}: {oc.error}"
-            print(f"rollscope: error: {text}", file=sys.stderr)
-        if args.json:
-            print(json.dumps(oc.to_json(), ensure_ascii=False))
-        elif oc.result is None:
-            pass
-        else:
-            r = oc.result
-            verdict = "success" if r.success else f"failure (first error at step {r.first_error_step})"
-            p = "?" if r.p_success is None else f"{r.p_success:.3f}"
-            ms = "" if r.seconds is None else f"; {r.seconds * 1000:.0f} ms"
-            print(f"{oc.key}: p_success={p} -> {verdict}; tokens {r.tokens_kept}/{r.tokens_total}{ms}")
-            for w in r.warnings:
-                print(f"  note: {w}")
-        failed += oc.result is None
-    return 1 if failed else 0
+    return 1 if counts["failed"] else 0
+
+
+def print_outcome(oc: ScoreOutcome, as_json: bool) -> None:
+    """One trajectory's output, the same for local and Ray scoring: a failure is one ``rollscope: error:`` line on
+    stderr (and its ``{"path", "error"}`` object on stdout with ``--json``), a success its JSON object or a
+    sentence."""
+    if oc.result is None:
+        # Errors name their file already; prefix the item only when they do not.
+        text = oc.error if (oc.error or "").startswith(oc.key) else f"{oc.key}: {oc.error}"
+        print(f"rollscope: error: {text}", file=sys.stderr, flush=True)
+    if as_json:
+        print(json.dumps(oc.to_json(), ensure_ascii=False), flush=True)
+    elif oc.result is not None:
+        r = oc.result
+        verdict = "success" if r.success else f"failure (first error at step {r.first_error_step})"
+        p = "?" if r.p_success is None else f"{r.p_success:.3f}"
+        ms = "" if r.seconds is None else f"; {r.seconds * 1000:.0f} ms"
+        print(f"{oc.key}: p_success={p} -> {verdict}; tokens {r.tokens_kept}/{r.tokens_total}{ms}", flush=True)
+        for w in r.warnings:
+            print(f"  note: {w}", flush=True)

@@ -159,7 +159,7 @@ def report(annotations: Sequence[Annotation], labels: Sequence[str] | None = Non
         "root_cause_step": {n_pairs, exact, within_one}}`` where stats = n_items, percent_agreement, cohen
         (per pair: a, b, n, kappa), mean_cohen, fleiss (kappa, n_items, n_raters), krippendorff_alpha.
     """
-    recs = [a for a in annotations if a.role == "annotator"]
+    recs = [a for a in annotations if a.role == "annotator" and not a.is_empty()]
     annotators = sorted({a.annotator for a in recs})
     by_item: dict[str, dict[str, Annotation]] = {}
     for a in recs:

@@ -115,6 +115,12 @@ class Annotation:
             d.pop(k)
         return d
 
+    def is_empty(self) -> bool:
+        """Whether nothing is labelled: no verdict, label, root cause, text, step or confidence. Earlier versions of
+        the app created such a record when a trajectory was merely opened; reviews, agreement and exports skip them
+        (they are not an annotator's opinion)."""
+        return all(v in (None, "", [], {}) for v in self.content().values())
+
     def marks(self) -> dict[int, str]:
         """Steps worth a marker on the timeline: root cause, cascading steps, commented steps."""
         out: dict[int, str] = {s: "comment" for s in self.step_comments}

@@ -66,11 +66,12 @@ _BOOL_TYPE = "rollscope_bool"
 sqlite3.register_converter(_BOOL_TYPE, defaultdict(lambda: True, {b"0": False}).__getitem__)
 _COLUMNS = f"""t.key, t.id, t.path, t.format, t.instruction, t.task, t.n_steps, t.duration,
     t.success AS "success [{_BOOL_TYPE}]", t.score, t.outcome_source, t.p_success, t.first_error_step, t.error,
-    t.threshold, t.model_success AS "model_success [{_BOOL_TYPE}]", t.ref"""
+    t.threshold, t.model_success AS "model_success [{_BOOL_TYPE}]", t.ref,
+    t.model_unknown AS "model_unknown [{_BOOL_TYPE}]\""""
 _SELECT = f"SELECT {_COLUMNS} FROM trajectories t"
 # A score's columns, as set_score writes them and latest_score reads them.
 _SCORE_COLUMNS = ("key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, "
-                  "keyframe_steps, mask_shapes, masks, threshold, success, ood, warnings, seconds, timings")
+                  "keyframe_steps, mask_shapes, masks, threshold, success, ood, warnings, seconds, timings, unknown")
 # The columns a scan writes (the score columns are the triggers' business).
 _SCAN_COLUMNS = ("key, id, path, format, instruction, task, app, n_steps, duration, success, score, outcome_source, "
                  "has_video, error, warnings, scanned_at, search, ref")
@@ -99,6 +100,8 @@ class CatalogRow(NamedTuple):
         model_success: the latest score's verdict (:attr:`gui_app.core.score.Score.success`), None when unknown.
         ref: the library key (the unit's path within the library, ``#N`` for a multi-trajectory file): unique and
             stable, what labels are keyed by (:mod:`gui_app.core.identity`).
+        model_unknown: the latest score says the model cannot judge this run (:attr:`gui_app.core.score.Score.unknown`);
+            None when never scored.
 
     The rest of what the catalog knows of a trajectory (app, video, warnings, scoring model) is in
     :meth:`Catalog.info`; keeping rows to these fields keeps a 10,000-row query fast.
@@ -121,6 +124,7 @@ class CatalogRow(NamedTuple):
     threshold: float | None
     model_success: bool | None
     ref: str = ""
+    model_unknown: bool | None = None
 
 
 def pack_masks(masks: Sequence[Any]) -> tuple[str, bytes]:
@@ -689,13 +693,13 @@ class Catalog:
                 position = (old_rows, {r.key: i for i, r in enumerate(old_rows)})
             rows = list(old_rows)
             new = conn.execute("SELECT key, p_success, first_error_step, threshold, "
-                               f"success AS \"success [{_BOOL_TYPE}]\" FROM latest_scores WHERE score_id > ?",
-                               (cached[0][1],))
-            for key, p_success, first_error_step, threshold, verdict in new:
+                               f"success AS \"success [{_BOOL_TYPE}]\", unknown AS \"unknown [{_BOOL_TYPE}]\" "
+                               "FROM latest_scores WHERE score_id > ?", (cached[0][1],))
+            for key, p_success, first_error_step, threshold, verdict, unknown in new:
                 i = position[1].get(key)
                 if i is not None:
                     rows[i] = rows[i]._replace(p_success=p_success, first_error_step=first_error_step,
-                                               threshold=threshold, model_success=verdict)
+                                               threshold=threshold, model_success=verdict, model_unknown=unknown)
             self._position = (rows, position[1])
             snapshot = (token, rows)
         else:
@@ -856,7 +860,7 @@ class Catalog:
                   opt(score.tokens_kept, int), opt(score.tokens_total, int), time.time(), kf, shapes, blob,
                   opt(score.threshold, float), None if score.success is None else int(score.success),
                   opt(score.ood, float), json.dumps(list(score.warnings)), opt(score.seconds, float),
-                  json.dumps({str(k): float(v) for k, v in score.timings.items()}))
+                  json.dumps({str(k): float(v) for k, v in score.timings.items()}), int(bool(score.unknown)))
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -877,13 +881,14 @@ class Catalog:
         if row is None:
             return None
         (_key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, kf, shapes,
-         blob, threshold, success, ood, warnings, seconds, timings) = row
+         blob, threshold, success, ood, warnings, seconds, timings, unknown) = row
         masks = unpack_masks(shapes, blob)
         return Score(p_success=p_success, threshold=threshold, success=None if success is None else bool(success),
                      first_error_step=first_error_step, step_scores=json.loads(step_scores or "[]"), masks=masks,
                      keyframe_steps=json.loads(kf) if masks and kf else [], tokens_kept=tokens_kept,
                      tokens_total=tokens_total, model=model or "", ood=ood, warnings=json.loads(warnings or "[]"),
-                     seconds=seconds, timings=json.loads(timings or "{}"), scored_at=scored_at)
+                     seconds=seconds, timings=json.loads(timings or "{}"), scored_at=scored_at,
+                     unknown=bool(unknown))
 
 
 def _row(r: tuple[Any, ...]) -> CatalogRow:
@@ -896,7 +901,7 @@ _new_row = partial(tuple.__new__, CatalogRow)
 
 
 def _rows(cursor: Iterable[tuple[Any, ...]]) -> list[CatalogRow]:
-    """Rows from a cursor over :data:`_COLUMNS` (every tuple has exactly those 17 fields, in order)."""
+    """Rows from a cursor over :data:`_COLUMNS` (every tuple has exactly those 18 fields, in order)."""
     return list(map(_new_row, cursor))
 
 

@@ -1,9 +1,16 @@
-"""One migration runner for Rollscope's SQLite files: the library catalog and the annotation store.
+"""One migration runner for Rollscope's databases: the library catalog and the annotation store, on SQLite and (the
+store only) on a PostgreSQL server.
 
 Each database keeps its schema as numbered SQL files in its own folder (``gui_app/core/migrations/catalog/``,
 ``gui_app/core/migrations/store/``): ``NNN_name.sql``, numbered 1..N without gaps, append only (a shipped file is
 never edited: databases on users' disks were built by it). The applied version is SQLite's ``PRAGMA user_version``;
 ``schema_migrations`` logs when each file was applied.
+
+The store's PostgreSQL twin lives in ``gui_app/core/migrations/store_postgresql/``: one file per SQLite file, with the
+same number and name (a test holds them in step), written in PostgreSQL's dialect. There the version is the highest
+one ``schema_migrations`` logs, and :func:`migrate_postgresql` applies each file in its own transaction (DDL is
+transactional there) while holding an advisory lock, so two machines opening a new database at once apply nothing
+twice.
 
 :func:`migrate` applies the missing files in order, each in its own ``BEGIN IMMEDIATE`` transaction together with
 its version bump, so a database is always at a whole version and two processes opening one file at once never apply
@@ -20,6 +27,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from gui_app.core.errors import RollscopeError
 
@@ -104,6 +112,10 @@ def check_version(conn: sqlite3.Connection, migrations: tuple[Migration, ...] | 
         raise MigrationError(f"cannot be opened: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise MigrationError(f"not a SQLite database: {exc}") from exc
+    return _understood(version, migrations)
+
+
+def _understood(version: int, migrations: tuple[Migration, ...] | list[Migration]) -> int:
     latest = migrations[-1].version if migrations else 0
     if version > latest:
         raise MigrationError(f"schema version {version} is newer than this Rollscope understands ({latest}); "
@@ -142,3 +154,69 @@ def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] | list[M
                 conn.execute("ROLLBACK")
             raise MigrationError(f"migration to schema version {m.version} failed: {exc}", m.version) from exc
     return schema_version(conn)
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------------------------
+# Any fixed number: the key of the advisory lock that serialises migrations of one database across machines.
+_PG_MIGRATION_LOCK = 0x526F6C6C  # "Roll"
+
+
+def postgresql_schema_version(conn: Any) -> int:
+    """The schema version of a PostgreSQL database (0 for a new one): the highest version ``schema_migrations``
+    logs. ``conn`` is a psycopg connection."""
+    found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()[0]
+    if not found:
+        return 0
+    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0])
+
+
+def check_postgresql_version(conn: Any, migrations: tuple[Migration, ...] | list[Migration]) -> int:
+    """The PostgreSQL database's schema version, after checking that this Rollscope understands it.
+
+    Raises:
+        MigrationError: the database was written by a newer Rollscope.
+    """
+    return _understood(postgresql_schema_version(conn), migrations)
+
+
+def migrate_postgresql(conn: Any, migrations: tuple[Migration, ...] | list[Migration]) -> int:
+    """Bring the PostgreSQL database of ``conn`` (a psycopg connection in autocommit mode) to the last of
+    ``migrations``.
+
+    The missing files run while this connection holds a session advisory lock, each in its own transaction with its
+    ``schema_migrations`` row. The version is read again once the lock is held, in a transaction of its own: a second
+    machine opening the database at the same moment waits, then finds the work done. (Reading it inside the
+    migration's transaction, after a transaction-scoped lock, can see a catalog from before the other machine's
+    commit: tried, and two machines then both created the tables.)
+
+    Returns:
+        The schema version reached.
+
+    Raises:
+        MigrationError: the database is newer than ``migrations``, or a migration failed (rolled back).
+    """
+    import psycopg
+
+    latest = migrations[-1].version if migrations else 0
+    if check_postgresql_version(conn, migrations) >= latest:
+        return latest
+    conn.execute("SELECT pg_advisory_lock(%s)", (_PG_MIGRATION_LOCK,))
+    try:
+        version = check_postgresql_version(conn, migrations)
+        for m in migrations:
+            if m.version <= version:
+                continue
+            try:
+                with conn.transaction():
+                    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                                 "name TEXT, applied_at DOUBLE PRECISION)")
+                    for statement in statements(m.sql):
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_migrations VALUES (%s, %s, %s)",
+                                 (m.version, m.name, time.time()))
+            except psycopg.Error as exc:
+                raise MigrationError(f"migration to schema version {m.version} failed: {exc}", m.version) from exc
+    finally:
+        if not conn.broken and not conn.closed:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_MIGRATION_LOCK,))
+    return check_postgresql_version(conn, migrations)

@@ -107,6 +107,8 @@ class ExportFilter:
     outcome: str | None = None
 
     def keeps(self, a: Annotation) -> bool:
+        if a.is_empty():  # a record of a trajectory merely opened (older versions made them): not a label
+            return False
         if self.annotator is not None and a.annotator != self.annotator:
             return False
         if self.adjudicated_only and a.role != "adjudicator":
@@ -144,15 +146,22 @@ class ExportResult:
 
 
 def catalog_index(catalog: Any) -> dict[str, Any]:
-    """``{trajectory id: row}`` from a :class:`~gui_app.core.catalog.Catalog`, a catalog path, or rows."""
+    """``{trajectory id: row}`` from a :class:`~gui_app.core.catalog.Catalog`, a catalog path, or rows.
+
+    Labels are keyed by the library key (``ref``, :mod:`gui_app.core.identity`), older ones by a format's own id:
+    a row is found under both, its library key first (an id two runs share never hides a key)."""
     if catalog is None:
         return {}
     if isinstance(catalog, (str, Path)):
         from gui_app.core.catalog import Catalog
 
         catalog = Catalog(catalog)
-    rows = catalog.query(limit=None) if hasattr(catalog, "query") else catalog
+    rows = list(catalog.query(limit=None) if hasattr(catalog, "query") else catalog)
     out: dict[str, Any] = {}
+    for r in rows:
+        ref = r.get("ref") if isinstance(r, Mapping) else getattr(r, "ref", None)
+        if ref:
+            out[str(ref)] = r
     for r in rows:
         rid = r["id"] if isinstance(r, Mapping) else r.id
         out.setdefault(str(rid), r)

@@ -35,14 +35,34 @@ class Library:
     Attributes:
         catalog: the index of its trajectories.
         root: what is scanned (the folder, or the one trajectory).
-        store: where its labels are written; None when labels cannot be stored there (``notes`` says why).
+        store: where its labels are written; None when labels cannot be stored there (``store_error`` says why).
         notes: what the user should know about how it was opened.
+        store_location: the label store asked for (a team's ``postgresql://`` URL or a SQLite file); None: the
+            library's own file.
+        store_error: why ``store`` is None (the app shows its labels read-only until :meth:`reopen_store` works).
     """
 
     catalog: Catalog
     root: Path
     store: AnnotationStore | None = None
     notes: list[str] = field(default_factory=list)
+    store_location: str | None = None
+    store_error: str | None = None
+    _store_root: Path | None = None
+
+    def reopen_store(self) -> AnnotationStore:
+        """Open the label store again (a team server that was down at opening); the library keeps it.
+
+        Raises:
+            StoreError: it still cannot be opened (StoreUnavailable: its server is still out of reach).
+        """
+        if self.store is None:
+            self.store = open_store(self.store_location, root=self._store_root)
+            self.store_error = None
+            # Labels keyed by format ids move to their library keys whenever the store opens, including a team
+            # server that was down when the library opened (see gui_app.core.identity).
+            self.notes += migrate_labels(self.store, self.catalog)
+        return self.store
 
     def close(self) -> None:
         """Close the catalog and the store (nothing may use them afterwards)."""
@@ -84,26 +104,27 @@ def catalog_for(path: str | Path) -> tuple[Catalog, Path]:
         root
 
 
-def open_library(path: str | Path) -> Library:
-    """Open (create, migrate) the catalog and the annotation store of ``path``: SQLite file I/O, so the app calls it
-    from a worker.
+def open_library(path: str | Path, store: str | None = None) -> Library:
+    """Open (create, migrate) the catalog and the annotation store of ``path``: file and network I/O, so the app
+    calls it from a worker.
 
     One trajectory (a file, or a folder that is one run) labels into the folder holding it, so opening that folder
-    as a library later shows the same labels; nothing is written inside the run itself. A store that cannot be
-    opened leaves the library viewable, with a note saying why labels cannot be saved.
+    as a library later shows the same labels; nothing is written inside the run itself. ``store`` names another
+    label store: a team's server (``postgresql://USER@HOST:PORT/DB``; the catalog stays here, per machine) or a
+    SQLite file. A store that cannot be opened (a server that is down) leaves the library viewable, its labels
+    read-only, with a note saying why.
 
     Raises:
         CatalogError: the catalog cannot be opened.
     """
     catalog, root = catalog_for(path)
-    library = Library(catalog, root)
     single = root.is_file() or is_single_unit(root)
+    library = Library(catalog, root, store_location=store or None, _store_root=root.parent if single else root)
     try:
-        library.store = open_store(root=root.parent if single else root)
+        library.reopen_store()
     except RollscopeError as exc:  # labels are optional for viewing: say why and go on
-        library.notes.append(f"labels cannot be saved here: {exc}")
-        return library
-    library.notes += migrate_labels(library.store, catalog)
+        library.store_error = str(exc)
+        library.notes.append(f"labels cannot be saved: {exc}")
     return library
 
 

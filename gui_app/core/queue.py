@@ -7,6 +7,11 @@ model's own ``threshold``), and items where the model's verdict (``model_success
 disagrees with the environment's outcome. The threshold is always the score's own: a fixed 0.5 misjudged every run
 the shipped model (threshold 0.573) scored in between. Each item goes to ``k`` distinct annotators, balancing load,
 so no annotator sees an item twice and several annotators per item never duplicate.
+
+Two kinds of queue: assigned up front to named annotators (:func:`assign`), or *open*: built with no annotators, each
+item with ``k`` slots that annotators claim as they go (:meth:`LabelQueue.claim`, through the store's atomic
+:meth:`~gui_app.core.store.AnnotationStore.claim`), so a team on several machines shares one queue on a server store
+and no slot is ever taken twice.
 """
 
 from __future__ import annotations
@@ -46,7 +51,10 @@ def field_of(row: Any, name: str, default: Any = None) -> Any:
 
 def model_verdict(row: Any) -> bool | None:
     """The reward model's verdict on a row: its ``model_success``, else ``p_success >= threshold``; None when the
-    row has no score, or a score whose threshold is unknown (stored before the catalog kept thresholds)."""
+    row has no score, a score whose threshold is unknown (stored before the catalog kept thresholds), or a score
+    whose model says it cannot judge the run (``model_unknown``)."""
+    if field_of(row, "model_unknown"):
+        return None
     stated = field_of(row, "model_success")
     if stated is not None:
         return bool(stated)
@@ -58,6 +66,8 @@ def _key(row: Any, name: str) -> Any:
     if name == "failures":
         return 0 if success is False else (1 if success is None else 2)
     if name == "uncertain":
+        if field_of(row, "model_unknown"):
+            return -1.0  # the model says it cannot judge the run: less sure than any probability
         if p is None or threshold is None:
             return 1.0  # unscored (or of unknown threshold): last
         return round(abs(float(p) - float(threshold)), 9)  # round: equal distances either side tie
@@ -120,15 +130,26 @@ class LabelQueue:
     @classmethod
     def build(cls, store: AnnotationStore, name: str, rows: Sequence[Any], annotators: Sequence[str], k: int = 1,
               order: Sequence[str] = DEFAULT_ORDER, limit: int | None = None) -> LabelQueue:
-        """Order ``rows``, assign them to ``annotators`` (k each) and save the queue (replacing one of that name)."""
+        """Order ``rows``, assign them to ``annotators`` (k each) and save the queue (replacing one of that name).
+        With no annotators the queue is open: each item keeps ``k`` slots for whoever claims them."""
         if not name:
             raise AnnotationError("", "queue", "a queue needs a name")
+        if k < 1:
+            raise AnnotationError("", "queue", f"k={k}: an item needs at least one annotator")
         ordered = order_rows([r for r in rows if _item_id(r) is not None], order)[:limit]
         keys = {str(_item_id(r)): field_of(r, "key") for r in ordered}
-        triples = assign([str(_item_id(r)) for r in ordered], annotators, k)
+        items = [(pos, tid, keys[tid]) for pos, tid in enumerate(keys)]
+        triples = assign(list(keys), annotators, k) if annotators else []
         store.save_queue(name, [(p, t, keys[t], a) for p, t, a in triples], k,
-                         {"order": list(order), "annotators": list(annotators), "n_items": len(keys)})
+                         {"order": list(order), "annotators": list(annotators), "n_items": len(keys),
+                          "open": not annotators}, items=items)
         return cls(store, name)
+
+    def claim(self, annotator: str) -> QueueItem | None:
+        """The annotator's next item, taken for them atomically in an open queue (see
+        :meth:`~gui_app.core.store.AnnotationStore.claim`); None when nothing is left for them."""
+        got = self.store.claim(self.name, annotator)
+        return None if got is None else QueueItem(*got)
 
     def _done(self, annotator: str | None = None) -> set[tuple[str, str]]:
         # One annotator's records only when asked for one: the app re-reads this on every save & next.
@@ -156,8 +177,10 @@ class LabelQueue:
         return items[min(max(i + delta, 0), len(items) - 1)]
 
     def progress(self, on_item: Callable[[QueueItem], None] | None = None) -> dict[str, Any]:
-        """Counts: items, assignments, done, and per annotator assigned/done."""
+        """Counts: items, assignments, done, and per annotator assigned/done. An item is done once its ``k``
+        annotators have labelled it (an open queue's items nobody has claimed yet are not)."""
         items = self.items()
+        k = next((int(q["k"]) for q in self.store.queues() if q["name"] == self.name), 1)
         by: dict[str, dict[str, int]] = {}
         for it in items:
             d = by.setdefault(it.annotator, {"assigned": 0, "done": 0})
@@ -165,8 +188,8 @@ class LabelQueue:
             d["done"] += it.done
             if on_item is not None:
                 on_item(it)
-        item_done: dict[str, bool] = {}
+        done_by: dict[str, int] = {tid: 0 for _p, tid, _k in self.store.queue_items(self.name)}
         for it in items:
-            item_done[it.trajectory_id] = item_done.get(it.trajectory_id, True) and it.done
-        return {"queue": self.name, "items": len(item_done), "items_done": sum(item_done.values()),
+            done_by[it.trajectory_id] = done_by.get(it.trajectory_id, 0) + it.done
+        return {"queue": self.name, "items": len(done_by), "items_done": sum(n >= k for n in done_by.values()),
                 "assignments": len(items), "done": sum(it.done for it in items), "by_annotator": by}

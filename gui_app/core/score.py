@@ -44,6 +44,8 @@ class Score:
         model: name of the model (weights folder and backend).
         ood: how far the run lies outside the training distribution, for models that measure it (None: not
             measured).
+        unknown: the model cannot judge this run (unlike its training data, or no instruction): its p_success
+            and verdict are not to be read as a confident answer, and the views say "unknown" instead.
         warnings: what makes this verdict less reliable than the model card's figures (e.g. no pointer found).
         seconds: end-to-end time (decode + prune + forward), when measured.
         timings: seconds per stage (``decode``, ``prune``, ``forward``, ...).
@@ -61,10 +63,25 @@ class Score:
     tokens_total: int | None = None
     model: str = ""
     ood: float | None = None
+    unknown: bool = False
     warnings: list[str] = field(default_factory=list)
     seconds: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
     scored_at: float | None = None
+
+    @property
+    def verdict_text(self) -> str:
+        """The model's verdict in one word: ``success``, ``failure``, or ``unknown`` (the model cannot judge the
+        run, or gave no verdict)."""
+        if self.unknown or self.success is None:
+            return "unknown"
+        return "success" if self.success else "failure"
+
+    def disagrees_with(self, env_success: bool | None) -> bool:
+        """Whether the model's verdict contradicts the environment's outcome (False when either is unknown)."""
+        if self.unknown or self.success is None or env_success is None:
+            return False
+        return bool(self.success) != bool(env_success)
 
     def margin(self) -> float | None:
         """How far ``p_success`` lies from the threshold (0: the model could not be less sure); None when either
@@ -77,4 +94,4 @@ class Score:
         """The JSON-able summary ``rollscope score --json`` prints (no masks)."""
         return {"p_success": self.p_success, "success": self.success, "first_error_step": self.first_error_step,
                 "step_scores": self.step_scores, "tokens_total": self.tokens_total, "tokens_kept": self.tokens_kept,
-                "seconds": self.seconds, "warnings": self.warnings}
+                "seconds": self.seconds, "unknown": self.unknown, "warnings": self.warnings}

@@ -111,7 +111,8 @@ def check_scorable(key: str, traj: Trajectory) -> None:
 
 def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: Catalog | None = None,
                progress: ProgressFn | None = None, cancel: CancelFn | None = None, prune: bool = True,
-               batch_size: int = 8, library_root: str | Path | None = None) -> list[ScoreOutcome]:
+               batch_size: int = 8, on_outcome: Callable[[ScoreOutcome], None] | None = None,
+               library_root: str | Path | None = None) -> list[ScoreOutcome]:
     """Score trajectories in batches; one that cannot be read becomes an error outcome and the rest go on.
 
     Args:
@@ -123,6 +124,8 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
         cancel: polled between trajectories; when it returns True, scoring stops and what is done is returned.
         prune: False scores with every token (the unpruned baseline).
         batch_size: trajectories per forward pass.
+        on_outcome: called with each outcome, in input order, as soon as it and those before it are final (a batch
+            at a time), so ``rollscope score`` prints its lines while the rest are scored.
         library_root: the library the paths belong to: media may be read anywhere under it (see
             :func:`gui_app.core.formats.load_unit`).
 
@@ -135,6 +138,16 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
     inputs: Sequence[ScoreInput] = list(items)
     out: list[ScoreOutcome] = []
     pending: list[tuple[ScoreOutcome, PreparedT]] = []
+    handed = 0  # outcomes given to on_outcome so far: always the first ones, in input order
+
+    def hand_on(start: int) -> int:
+        """Give ``on_outcome`` the outcomes from ``start`` on that are final (scored or failed), stopping at the
+        first still waiting in a batch, so the lines come in input order; returns where it stopped."""
+        while start < len(out) and (out[start].result is not None or out[start].error is not None):
+            if on_outcome is not None:
+                on_outcome(out[start])
+            start += 1
+        return start
 
     def flush() -> None:
         if not pending:
@@ -160,7 +173,9 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
             oc.error = str(exc)
         if len(pending) >= batch_size:
             flush()
+        handed = hand_on(handed)
         if progress is not None:
             progress(i + 1, len(inputs))
     flush()
+    hand_on(handed)
     return out

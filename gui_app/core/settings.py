@@ -48,6 +48,8 @@ class Settings:
         label_dock: whether the label panel is shown.
         prefetch_next: load the next library item in the background while the current one is viewed.
         reopen_last: reopen ``last_folder`` when the app starts without a path.
+        label_store: where labels go: empty for each library's own file (``.rollscope/labels.sqlite``), or a team's
+            server, ``postgresql://USER@HOST:PORT/DB``, shared by every machine that labels the same media.
     """
 
     last_folder: str | None = None
@@ -58,6 +60,7 @@ class Settings:
     label_dock: bool = True
     prefetch_next: bool = True
     reopen_last: bool = False
+    label_store: str = ""
 
     def with_recent(self, folder: str) -> Settings:
         """A copy with ``folder`` first in the recent list and as the last folder."""

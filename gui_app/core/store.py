@@ -1,21 +1,29 @@
-"""The annotation store: a narrow interface (:class:`AnnotationStore`) and its embedded SQLite implementation.
+"""The annotation store: a narrow interface (:class:`AnnotationStore`), its SQL implementation, and the embedded
+SQLite backend.
 
 Every change is written at once, in its own transaction, with an audit row (who, when, field, old -> new), so
-killing the app loses nothing. Writes are per field or per collection item (a label, a step comment, a
-cascading step), each read-compare-write happening inside ``BEGIN IMMEDIATE``: two app instances on one store
-never lose each other's updates. The schema comes from numbered SQL files in ``gui_app/core/migrations/store/``,
+killing the app loses nothing. Writes are per field or per collection item (a label, a step comment, a cascading
+step), each read-compare-write happening while the record is locked (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the
+record's row ``FOR UPDATE``): several app instances on one store never lose each other's updates. The schema comes
+from numbered SQL files (``gui_app/core/migrations/store/``, and their PostgreSQL twins in ``store_postgresql/``),
 applied by the one migration runner (:mod:`gui_app.core.db`, shared with the catalog). Every method raises domain
-errors only (:class:`StoreError`, :class:`~gui_app.core.annotation.AnnotationError`), never a raw ``sqlite3`` one.
+errors only (:class:`StoreError`, :class:`~gui_app.core.annotation.AnnotationError`), never a driver's own.
+
+:class:`SqlAnnotationStore` holds every query once, written in the SQL both SQLite and PostgreSQL speak (``ON
+CONFLICT``, ``RETURNING``, row values); a backend supplies connections, transactions and error mapping:
+:class:`SqliteAnnotationStore` here (one file, WAL, the default), and
+:class:`~gui_app.core.store_postgresql.PostgresAnnotationStore` for a team's server (``postgresql://...``).
+:func:`open_store` picks one from what it is given.
 
 Each thread gets its own connection: a worker waiting for another process's write lock never holds up a read in the
-GUI thread (WAL readers do not wait for writers).
+GUI thread (WAL readers do not wait for writers; PostgreSQL readers never do).
 
-A store is created whole (built beside its final name, then linked into place), so a file at a store's path that is
-not one (empty, not SQLite, another program's database) is refused rather than turned into a store. Commands that
-only read (list, export) open it read-only (:func:`open_store` with ``read_only=True``): a store on a read-only disk
-or shared read-only can still be listed and exported.
+A SQLite store is created whole (built beside its final name, then linked into place), so a file at a store's path
+that is not one (empty, not SQLite, another program's database) is refused rather than turned into a store. Commands
+that only read (list, export) open a SQLite store read-only (:func:`open_store` with ``read_only=True``): a store on a
+read-only disk or shared read-only can still be listed and exported.
 
-Widgets and commands use only the methods of :class:`AnnotationStore`, so a server database can back it later.
+Widgets and commands use only the methods of :class:`AnnotationStore`.
 """
 
 from __future__ import annotations
@@ -28,12 +36,12 @@ import stat
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from gui_app.core import db
-from gui_app.core.atomic import pid_alive
 from gui_app.core.annotation import (
     COLLECTION_FIELDS,
     ROLES,
@@ -48,6 +56,7 @@ from gui_app.core.annotation import (
     differing_fields,
     majority,
 )
+from gui_app.core.atomic import pid_alive
 from gui_app.core.errors import RollscopeError
 
 STORE_DIRNAME = ".rollscope"
@@ -56,14 +65,29 @@ STORE_FILENAME = "labels.sqlite"
 
 T = TypeVar("T")
 Key = tuple[str, str, str]  # (trajectory_id, annotator, role)
+Assignment = tuple[int, str, str | None, str]  # (position, trajectory_id, key, annotator)
+QueueEntry = tuple[int, str, str | None]  # (position, trajectory_id, key)
+URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 class StoreError(RollscopeError):
-    """The store cannot be opened, is of a newer schema, or a write failed after retries."""
+    """The store cannot be opened, is of a newer schema, or a write failed after retries.
+
+    Args:
+        path: the store's file, or its server URL without the password.
+        reason: what went wrong, in words.
+    """
 
     def __init__(self, path: str | Path, reason: str):
         self.path, self.reason = str(path), reason
         super().__init__(f"{path}: {reason}")
+
+
+class StoreUnavailable(StoreError):
+    """The store's server cannot be reached (down, restarting, unreachable, or too slow to answer in time).
+
+    Nothing was written. The app goes on read-only and tries again later; a command ends with this one line.
+    """
 
 
 def _remove_stale_builds(path: Path) -> None:
@@ -80,13 +104,19 @@ def default_path(root: str | Path) -> Path:
     return Path(root) / STORE_DIRNAME / STORE_FILENAME
 
 
-def migrations() -> tuple[db.Migration, ...]:
-    """The store's numbered migration files (``gui_app/core/migrations/store/``), in order.
+def is_url(location: str | Path | None) -> bool:
+    """Whether ``location`` names a server store (``postgresql://...``) rather than a SQLite file."""
+    return isinstance(location, str) and location.startswith(URL_SCHEMES)
+
+
+def migrations(dialect: str = "sqlite") -> tuple[db.Migration, ...]:
+    """The store's numbered migration files for ``dialect`` (``sqlite``: ``gui_app/core/migrations/store/``;
+    ``postgresql``: ``store_postgresql/``), in order.
 
     Raises:
         StoreError: the files are not numbered 1..N without gaps.
     """
-    folder = db.MIGRATIONS_ROOT / "store"
+    folder = db.MIGRATIONS_ROOT / ("store" if dialect == "sqlite" else f"store_{dialect}")
     try:
         return db.load_migrations(folder)
     except db.MigrationError as exc:
@@ -146,6 +176,10 @@ class AnnotationStore(ABC):
                 progress(1)
         return n
 
+    def count(self) -> int:
+        """Number of records (what an export will go through, for its progress bar)."""
+        return len(self.annotations())
+
     @abstractmethod
     def merge(self, patches: Iterable[tuple[Annotation, Collection[str]]], *, actor: str | None = None,
               progress: Callable[[int], None] | None = None) -> int:
@@ -181,13 +215,28 @@ class AnnotationStore(ABC):
 
     # --- queues -------------------------------------------------------------------------------
     @abstractmethod
-    def save_queue(self, name: str, assignments: list[tuple[int, str, str | None, str]], k: int,
-                   spec: dict[str, Any] | None = None) -> None:
-        """Replace queue ``name`` with ``assignments`` [(position, trajectory_id, key, annotator)]."""
+    def save_queue(self, name: str, assignments: list[Assignment], k: int, spec: dict[str, Any] | None = None,
+                   items: Sequence[QueueEntry] | None = None) -> None:
+        """Replace queue ``name`` with ``assignments`` [(position, trajectory_id, key, annotator)]; its items are
+        ``items`` [(position, trajectory_id, key)], else those the assignments name. Items without assignments are
+        claimed later (:meth:`claim`)."""
 
     @abstractmethod
-    def queue_assignments(self, name: str, annotator: str | None = None) -> list[tuple[int, str, str | None, str]]:
+    def queue_assignments(self, name: str, annotator: str | None = None) -> list[Assignment]:
         """A queue's assignments (position order)."""
+
+    @abstractmethod
+    def queue_items(self, name: str) -> list[QueueEntry]:
+        """A queue's items (position order), assigned or not."""
+
+    @abstractmethod
+    def claim(self, name: str, annotator: str) -> Assignment | None:
+        """The annotator's next item of queue ``name``, taken atomically: the first of their assignments still
+        without a verdict, else (in a queue open to claims) the first item with one of its ``k`` slots free that
+        they do not have yet, now assigned to them. None when there is nothing left for them.
+
+        Any number of annotators on any number of machines may claim at once: no slot is ever taken twice and no
+        item gets more than ``k`` annotators."""
 
     @abstractmethod
     def queues(self) -> list[dict[str, Any]]:
@@ -214,6 +263,7 @@ class AnnotationStore(ABC):
         """Every trajectory id anything is stored under: records, overrides and queue items."""
         ids = {a.trajectory_id for a in self.annotations()} | {o.trajectory_id for o in self.overrides()}
         for q in self.queues():
+            ids |= {t for _, t, _ in self.queue_items(q["name"])}  # an open queue's unclaimed items too
             ids |= {t for _, t, _, _ in self.queue_assignments(q["name"])}
         return sorted(ids)
 
@@ -251,7 +301,7 @@ class AnnotationStore(ABC):
 
     def review(self, trajectory_id: str) -> Review:
         """Each annotator's labels side by side, the final label, differing fields and overrides."""
-        recs = self.annotations(trajectory_id, role="annotator")
+        recs = [a for a in self.annotations(trajectory_id, role="annotator") if not a.is_empty()]
         return Review(trajectory_id, {a.annotator: a for a in recs}, self.final(trajectory_id),
                       differing_fields(recs), self.overrides(trajectory_id))
 
@@ -280,9 +330,606 @@ class AnnotationStore(ABC):
     def close(self) -> None:
         """Release resources."""
 
+    def ping(self) -> None:
+        """Check that the store answers (the app's read-only mode asks this before it writes again).
 
-class SqliteAnnotationStore(AnnotationStore):
-    """The default store: one SQLite file in WAL mode, safe for several processes.
+        Raises:
+            StoreError: it does not (:class:`StoreUnavailable` when its server cannot be reached).
+        """
+        self.queues()
+
+
+class Cursor(Protocol):
+    """What the shared queries need of a backend's cursor: DB-API ``execute`` with ``?`` placeholders."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]], /) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def fetchmany(self, size: int, /) -> list[Any]: ...
+
+
+# Every table of the store, in an order that copies foreign keys before what refers to them, with its columns as a
+# copy moves them (ids included: an audit entry or an override keeps its number on the other backend).
+TABLES: dict[str, tuple[str, ...]] = {
+    "annotations": ("trajectory_id", "annotator", "role", *SCALAR_FIELDS, "created_at", "updated_at", "version"),
+    "annotation_labels": ("trajectory_id", "annotator", "role", "label"),
+    "annotation_cascading": ("trajectory_id", "annotator", "role", "step", "effect"),
+    "annotation_step_comments": ("trajectory_id", "annotator", "role", "step", "comment"),
+    "audit": ("id", "trajectory_id", "annotator", "role", "actor", "at", "field", "old", "new"),
+    "score_overrides": ("id", "trajectory_id", "actor", "at", "success", "score", "previous_success",
+                        "previous_score", "reason"),
+    "queues": ("name", "created_at", "k", "spec"),
+    "queue_items": ("queue", "position", "trajectory_id", "key"),
+    "queue_assignments": ("queue", "position", "trajectory_id", "key", "annotator", "slot"),
+}
+_ORDER = {"annotations": "trajectory_id, annotator, role", "annotation_labels": "trajectory_id, annotator, role, label",
+          "annotation_cascading": "trajectory_id, annotator, role, step",
+          "annotation_step_comments": "trajectory_id, annotator, role, step", "audit": "id", "score_overrides": "id",
+          "queues": "name", "queue_items": "queue, trajectory_id", "queue_assignments": "queue, trajectory_id, annotator"}
+_WHERE_KEY = "WHERE trajectory_id = ? AND annotator = ? AND role = ?"
+
+
+def _flag(value: bool | None) -> int | None:
+    """A yes/no/unknown as the 0/1/NULL integer both backends store."""
+    return None if value is None else int(bool(value))
+
+
+class SqlAnnotationStore(AnnotationStore):
+    """The store's queries, once, over a SQL backend.
+
+    A backend implements the hooks: :meth:`_write` (run ``fn(cursor)`` in a transaction that holds the record
+    locks it takes, retrying on contention), :meth:`_read`, :meth:`_snapshot` (several reads that see one moment),
+    :meth:`_pages` (a long snapshot on a connection of its own) and :meth:`close`. Queries use ``?`` placeholders
+    and the SQL both dialects share; :attr:`FOR_UPDATE` is what a backend appends to lock a row it reads
+    (empty for SQLite, whose write transaction already holds the whole file).
+
+    Attributes:
+        location: the file, or the server URL without its password, for messages.
+    """
+
+    FOR_UPDATE = ""
+    location: str
+
+    # --- backend hooks -------------------------------------------------------------------------
+    @abstractmethod
+    def _write(self, fn: Callable[[Cursor], T], *, idempotent: bool = True) -> T:
+        """``fn(cursor)`` in one write transaction; its result. ``idempotent`` False: a change that must not be
+        applied twice (a new override row) is not run again when the connection broke while committing."""
+
+    @abstractmethod
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """One query's rows."""
+
+    @abstractmethod
+    def _snapshot(self) -> AbstractContextManager[Cursor]:
+        """A cursor whose reads all see one committed moment."""
+
+    @abstractmethod
+    def _pages(self) -> AbstractContextManager[Cursor]:
+        """Like :meth:`_snapshot`, on a connection of its own (a caller that works between pages holds up no
+        writer of this process)."""
+
+    def _identity_written(self, cur: Cursor, table: str) -> None:
+        """After rows with explicit ids were copied into ``table``: the next id follows them (PostgreSQL)."""
+
+    @property
+    @abstractmethod
+    def schema_version(self) -> int:
+        """The schema version of the database."""
+
+    # --- record locking and audit ----------------------------------------------------------------
+    def _ensure(self, cur: Cursor, key: Key, now: float) -> None:
+        """Create the record when missing and lock it until the transaction ends."""
+        if key[2] not in ROLES:
+            raise AnnotationError(key[0], "role", f"must be one of {', '.join(ROLES)}, got {key[2]!r}")
+        if not key[0] or not key[1]:
+            raise AnnotationError(key[0], "trajectory_id" if not key[0] else "annotator", "must be non-empty")
+        cur.execute("INSERT INTO annotations (trajectory_id, annotator, role, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", (*key, now, now))
+        if self.FOR_UPDATE:
+            cur.execute(f"SELECT 1 FROM annotations {_WHERE_KEY}{self.FOR_UPDATE}", key)
+
+    @staticmethod
+    def _changed(cur: Cursor, key: Key, actor: str, now: float, field: str, old: Any, new: Any) -> None:
+        cur.execute(f"UPDATE annotations SET version = version + 1, updated_at = ? {_WHERE_KEY}", (now, *key))
+        cur.execute("INSERT INTO audit (trajectory_id, annotator, role, actor, at, field, old, new) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*key, actor, now, field, json.dumps(old, ensure_ascii=False),
+                     json.dumps(new, ensure_ascii=False)))
+
+    # field-level operations on an open transaction, shared by the single-field methods and save()
+    def _op_field(self, cur: Cursor, key: Key, actor: str, now: float, field: str, value: Any) -> bool:
+        value = check_value(key[0], field, value)
+        self._ensure(cur, key, now)
+        old = cur.execute(f"SELECT {field} FROM annotations {_WHERE_KEY}", key).fetchone()[0]
+        if old == value:
+            return False
+        cur.execute(f"UPDATE annotations SET {field} = ? {_WHERE_KEY}", (value, *key))
+        self._changed(cur, key, actor, now, field, old, value)
+        return True
+
+    def _op_label(self, cur: Cursor, key: Key, actor: str, now: float, label: str, present: bool) -> bool:
+        if not isinstance(label, str) or not label.strip():
+            raise AnnotationError(key[0], "labels", f"a label is a non-empty string, got {label!r}")
+        self._ensure(cur, key, now)
+        if present:
+            cur.execute("INSERT INTO annotation_labels (trajectory_id, annotator, role, label) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT DO NOTHING", (*key, label))
+        else:
+            cur.execute(f"DELETE FROM annotation_labels {_WHERE_KEY} AND label = ?", (*key, label))
+        if cur.rowcount != 1:
+            return False
+        self._changed(cur, key, actor, now, f"labels[{label}]", not present, present)
+        return True
+
+    def _op_step_text(self, cur: Cursor, key: Key, actor: str, now: float, table: str, column: str,
+                      field: str, step: int, text: str | None) -> bool:
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise AnnotationError(key[0], field, f"a step index is an int >= 0, got {step!r}")
+        self._ensure(cur, key, now)
+        row = cur.execute(f"SELECT {column} FROM {table} {_WHERE_KEY} AND step = ?", (*key, step)).fetchone()
+        old = None if row is None else row[0]
+        if text is None or (field == "step_comments" and not text.strip()):
+            text = None
+        if old == text:
+            return False
+        if text is None:
+            cur.execute(f"DELETE FROM {table} {_WHERE_KEY} AND step = ?", (*key, step))
+        else:
+            cur.execute(f"INSERT INTO {table} (trajectory_id, annotator, role, step, {column}) VALUES (?, ?, ?, ?, ?) "
+                        f"ON CONFLICT (trajectory_id, annotator, role, step) DO UPDATE SET {column} = excluded.{column}",
+                        (*key, step, text))
+        self._changed(cur, key, actor, now, f"{field}[{step}]", old, text)
+        return True
+
+    # --- AnnotationStore: writes ----------------------------------------------------------------
+    def set_field(self, trajectory_id: str, annotator: str, field: str, value: Any, *, actor: str | None = None,
+                  role: str = "annotator") -> bool:
+        key = (trajectory_id, annotator, role)
+        return self._write(lambda cur: self._op_field(cur, key, actor or annotator, time.time(), field, value))
+
+    def set_label(self, trajectory_id: str, annotator: str, label: str, present: bool, *,
+                  actor: str | None = None, role: str = "annotator") -> bool:
+        key = (trajectory_id, annotator, role)
+        return self._write(lambda cur: self._op_label(cur, key, actor or annotator, time.time(), label, present))
+
+    def toggle_label(self, trajectory_id: str, annotator: str, label: str, *, actor: str | None = None,
+                     role: str = "annotator") -> bool:
+        key = (trajectory_id, annotator, role)
+
+        def op(cur: Cursor) -> bool:  # lock, then read and flip, inside one transaction
+            now = time.time()
+            self._ensure(cur, key, now)
+            here = cur.execute(f"SELECT 1 FROM annotation_labels {_WHERE_KEY} AND label = ?",
+                               (*key, label)).fetchone() is not None
+            self._op_label(cur, key, actor or annotator, now, label, not here)
+            return not here
+
+        return self._write(op)
+
+    def set_step_comment(self, trajectory_id: str, annotator: str, step: int, comment: str | None, *,
+                         actor: str | None = None, role: str = "annotator") -> bool:
+        key = (trajectory_id, annotator, role)
+        return self._write(lambda cur: self._op_step_text(cur, key, actor or annotator, time.time(),
+                                                          "annotation_step_comments", "comment", "step_comments",
+                                                          step, comment))
+
+    def set_cascade(self, trajectory_id: str, annotator: str, step: int, effect: str | None, *,
+                    actor: str | None = None, role: str = "annotator") -> bool:
+        key = (trajectory_id, annotator, role)
+        return self._write(lambda cur: self._op_step_text(cur, key, actor or annotator, time.time(),
+                                                          "annotation_cascading", "effect", "cascading", step,
+                                                          effect))
+
+    def _op_save(self, cur: Cursor, ann: Annotation, actor: str, now: float,
+                 only: Collection[str] | None = None) -> int:
+        """Write the differences between ``ann`` and the stored record, field by field (each audited); with
+        ``only``, just those fields (the rest of the stored record is left as it is).
+
+        The stored record is read once, with the record locked inside the caller's write transaction, so the diff
+        is exact."""
+        key = (ann.trajectory_id, ann.annotator, ann.role)
+        values = {name: check_value(key[0], name, getattr(ann, name)) for name in SCALAR_FIELDS}  # all or nothing
+        if only is not None and set(only) - set(SCALAR_FIELDS) - set(COLLECTION_FIELDS):
+            unknown = ", ".join(sorted(set(only) - set(SCALAR_FIELDS) - set(COLLECTION_FIELDS)))
+            raise AnnotationError(key[0], unknown, "unknown field")
+        self._ensure(cur, key, now)
+        stored = cur.execute(f"SELECT {', '.join(SCALAR_FIELDS)} FROM annotations {_WHERE_KEY}", key).fetchone()
+        n = 0
+        for name, old in zip(SCALAR_FIELDS, stored, strict=True):
+            if only is not None and name not in only:
+                continue
+            if old != values[name]:
+                cur.execute(f"UPDATE annotations SET {name} = ? {_WHERE_KEY}", (values[name], *key))
+                self._changed(cur, key, actor, now, name, old, values[name])
+                n += 1
+        if only is None or "labels" in only:
+            have = {r[0] for r in cur.execute(f"SELECT label FROM annotation_labels {_WHERE_KEY}", key).fetchall()}
+            want = set(ann.labels)
+            for lab in sorted(want - have):
+                n += self._op_label(cur, key, actor, now, lab, True)
+            for lab in sorted(have - want):
+                n += self._op_label(cur, key, actor, now, lab, False)
+        for table, column, field, items in (
+            ("annotation_cascading", "effect", "cascading", {c.step: c.effect for c in ann.cascading}),
+            ("annotation_step_comments", "comment", "step_comments", dict(ann.step_comments)),
+        ):
+            if only is not None and field not in only:
+                continue
+            old_items = dict(cur.execute(f"SELECT step, {column} FROM {table} {_WHERE_KEY}", key).fetchall())
+            for step in sorted(set(items) | set(old_items)):
+                new = items.get(step)
+                if field == "step_comments" and new is not None and not new.strip():
+                    new = None
+                if new != old_items.get(step):
+                    n += self._op_step_text(cur, key, actor, now, table, column, field, step, new)
+        return n
+
+    def save(self, annotation: Annotation, *, actor: str | None = None) -> int:
+        return self._write(lambda cur: self._op_save(cur, annotation, actor or annotation.annotator, time.time()))
+
+    def save_many(self, annotations: Iterable[Annotation], *, actor: str | None = None,
+                  progress: Callable[[int], None] | None = None, batch: int = 2000) -> int:
+        """Save many records, ``batch`` per transaction (far faster than one each); returns the number of field
+        changes. Each batch locks its records in key order, so two imports running at once cannot deadlock."""
+        total, chunk = 0, list[Annotation]()
+
+        def flush() -> None:
+            nonlocal total
+            now = time.time()
+            ordered = sorted(chunk, key=lambda a: (a.trajectory_id, a.annotator, a.role))
+            total += self._write(lambda cur: sum([self._op_save(cur, a, actor or a.annotator, now) for a in ordered]))
+            if progress is not None:
+                progress(len(chunk))
+            chunk.clear()
+
+        for ann in annotations:
+            chunk.append(ann)
+            if len(chunk) >= batch:
+                flush()
+        if chunk:
+            flush()
+        return total
+
+    def merge(self, patches: Iterable[tuple[Annotation, Collection[str]]], *, actor: str | None = None,
+              progress: Callable[[int], None] | None = None) -> int:
+        """See :meth:`AnnotationStore.merge`: one write transaction for every patch, each stored record read (and
+        locked) inside it, so an import is all or nothing (a killed one changes nothing) and never reverts a change
+        made while its file was being read. Other writers wait for it (SQLite: ``busy_timeout`` with retries;
+        PostgreSQL: the record locks), then apply their change on top of it. Records are locked in key order, so
+        two imports at once cannot deadlock."""
+        todo = sorted(patches, key=lambda p: (p[0].trajectory_id, p[0].annotator, p[0].role))
+
+        def op(cur: Cursor) -> int:
+            now, n, shown = time.time(), 0, 0
+            for i, (ann, fields) in enumerate(todo, 1):
+                n += self._op_save(cur, ann, actor or ann.annotator, now, fields)
+                if progress is not None and (i % 1000 == 0 or i == len(todo)):
+                    progress(i - shown)
+                    shown = i
+            return n
+
+        return self._write(op)
+
+    def delete(self, trajectory_id: str, annotator: str, role: str = "annotator", *,
+               actor: str | None = None) -> bool:
+        key = (trajectory_id, annotator, role)
+
+        def op(cur: Cursor) -> bool:
+            if cur.execute(f"DELETE FROM annotations {_WHERE_KEY}", key).rowcount == 0:
+                return False
+            for table in ("annotation_labels", "annotation_cascading", "annotation_step_comments"):
+                cur.execute(f"DELETE FROM {table} {_WHERE_KEY}", key)
+            cur.execute("INSERT INTO audit (trajectory_id, annotator, role, actor, at, field, old, new) "
+                        "VALUES (?, ?, ?, ?, ?, 'record', '\"present\"', 'null')", (*key, actor or annotator,
+                                                                                      time.time()))
+            return True
+
+        return self._write(op)
+
+    # --- AnnotationStore: reads -----------------------------------------------------------------
+    def get(self, trajectory_id: str, annotator: str, role: str = "annotator") -> Annotation | None:
+        found = self.annotations(trajectory_id, annotator, role)
+        return found[0] if found else None
+
+    _COLS = TABLES["annotations"]
+
+    @classmethod
+    def _fetch(cls, cur: Cursor, where: str, params: tuple[Any, ...], tail: str = "") -> list[Annotation]:
+        """Records matching ``where`` (on the key columns) from the four tables; call inside a snapshot."""
+        rows = cur.execute(f"SELECT {', '.join(cls._COLS)} FROM annotations {where} "
+                           f"ORDER BY trajectory_id, annotator, role {tail}", params).fetchall()
+        if not rows:
+            return []
+        if tail:  # a page: the collections of exactly the records on it (key range of the page)
+            where = "WHERE (trajectory_id, annotator, role) >= (?, ?, ?) AND (trajectory_id, annotator, role) <= " \
+                    "(?, ?, ?)"
+            params = (*rows[0][:3], *rows[-1][:3])
+        labels = cur.execute(f"SELECT trajectory_id, annotator, role, label FROM annotation_labels {where} "
+                             "ORDER BY label", params).fetchall()
+        casc = cur.execute(f"SELECT trajectory_id, annotator, role, step, effect FROM annotation_cascading {where} "
+                           "ORDER BY step", params).fetchall()
+        comments = cur.execute(f"SELECT trajectory_id, annotator, role, step, comment FROM annotation_step_comments "
+                               f"{where} ORDER BY step", params).fetchall()
+        out: dict[Key, Annotation] = {}
+        for r in rows:
+            out[(r[0], r[1], r[2])] = Annotation(**dict(zip(cls._COLS, r, strict=True)))
+        for t, a, ro, lab in labels:
+            if (t, a, ro) in out:
+                out[(t, a, ro)].labels.append(lab)
+        for t, a, ro, step, effect in casc:
+            if (t, a, ro) in out:
+                out[(t, a, ro)].cascading.append(Cascade(step, effect))
+        for t, a, ro, step, comment in comments:
+            if (t, a, ro) in out:
+                out[(t, a, ro)].step_comments[step] = comment
+        return list(out.values())
+
+    @staticmethod
+    def _filters(**values: str | None) -> tuple[str, tuple[Any, ...]]:
+        conds, params = [], []
+        for col, val in values.items():
+            if val is not None:
+                conds.append(f"{col} = ?")
+                params.append(val)
+        return (f"WHERE {' AND '.join(conds)}" if conds else ""), tuple(params)
+
+    def annotations(self, trajectory_id: str | None = None, annotator: str | None = None,
+                    role: str | None = None) -> list[Annotation]:
+        where, params = self._filters(trajectory_id=trajectory_id, annotator=annotator, role=role)
+        with self._snapshot() as cur:  # one consistent snapshot of the four tables
+            return self._fetch(cur, where, params)
+
+    def count(self) -> int:
+        return int(self._read("SELECT COUNT(*) FROM annotations")[0][0])
+
+    def iter_annotations(self, batch: int = 5000) -> Iterator[list[Annotation]]:
+        """Every record, ``batch`` at a time, from one consistent snapshot.
+
+        Reads on a connection of its own, so writers in this process (the GUI thread) are not held up while the
+        caller (an export) works between pages, and other processes' writes never block on it."""
+        with self._pages() as cur:
+            last: tuple[Any, ...] | None = None
+            while True:
+                where, params = ("", ()) if last is None else (
+                    "WHERE (trajectory_id, annotator, role) > (?, ?, ?)", last)
+                page = self._fetch(cur, where, params, f"LIMIT {int(batch)}")
+                if not page:
+                    break
+                yield page
+                tail = page[-1]
+                last = (tail.trajectory_id, tail.annotator, tail.role)
+
+    def audit(self, trajectory_id: str | None = None, annotator: str | None = None) -> list[AuditEntry]:
+        where, params = self._filters(trajectory_id=trajectory_id, annotator=annotator)
+        rows = self._read(f"SELECT id, trajectory_id, annotator, role, actor, at, field, old, new FROM audit {where} "
+                          "ORDER BY id", params)
+        return [AuditEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else None,
+                           json.loads(r[8]) if r[8] else None) for r in rows]
+
+    # --- overrides ------------------------------------------------------------------------------
+    def override_score(self, trajectory_id: str, actor: str, success: bool | None, reason: str, *,
+                       score: float | None = None, previous_success: bool | None = None,
+                       previous_score: float | None = None) -> ScoreOverride:
+        if not reason or not reason.strip():
+            raise AnnotationError(trajectory_id, "reason", "an override needs a reason")
+        if not actor:
+            raise AnnotationError(trajectory_id, "actor", "an override needs who made it")
+
+        def op(cur: Cursor) -> int:
+            row = cur.execute("INSERT INTO score_overrides (trajectory_id, actor, at, success, score, "
+                              "previous_success, previous_score, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                              (trajectory_id, actor, time.time(), _flag(success), score, _flag(previous_success),
+                               previous_score, reason.strip())).fetchone()
+            return int(row[0])
+
+        new_id = self._write(op, idempotent=False)  # a second run would log the override twice
+        return next(o for o in self.overrides(trajectory_id) if o.id == new_id)
+
+    def overrides(self, trajectory_id: str | None = None) -> list[ScoreOverride]:
+        where, params = self._filters(trajectory_id=trajectory_id)
+        rows = self._read("SELECT id, trajectory_id, actor, at, success, score, previous_success, previous_score, "
+                          f"reason FROM score_overrides {where} ORDER BY id", params)
+
+        def b(v: Any) -> bool | None:
+            return None if v is None else bool(v)
+
+        return [ScoreOverride(r[0], r[1], r[2], r[3], b(r[4]), r[5], b(r[6]), r[7], r[8]) for r in rows]
+
+    # --- queues -------------------------------------------------------------------------------
+    def save_queue(self, name: str, assignments: list[Assignment], k: int, spec: dict[str, Any] | None = None,
+                   items: Sequence[QueueEntry] | None = None) -> None:
+        if items is None:
+            items = sorted({t: (p, t, key) for p, t, key, _a in reversed(assignments)}.values())
+        slots: dict[str, int] = {}
+        rows = []
+        for p, t, key, a in assignments:
+            slots[t] = slots.get(t, -1) + 1
+            rows.append((name, p, t, key, a, slots[t]))
+
+        def op(cur: Cursor) -> None:
+            # The queue's row first: it is the lock that orders two rebuilds (and claims) of one queue.
+            cur.execute("INSERT INTO queues (name, created_at, k, spec) VALUES (?, ?, ?, ?) ON CONFLICT (name) "
+                        "DO UPDATE SET created_at = excluded.created_at, k = excluded.k, spec = excluded.spec",
+                        (name, time.time(), k, json.dumps(spec or {})))
+            cur.execute("DELETE FROM queue_assignments WHERE queue = ?", (name,))
+            cur.execute("DELETE FROM queue_items WHERE queue = ?", (name,))
+            cur.executemany("INSERT INTO queue_items (queue, position, trajectory_id, key) VALUES (?, ?, ?, ?)",
+                            [(name, *it) for it in items])
+            cur.executemany("INSERT INTO queue_assignments (queue, position, trajectory_id, key, annotator, slot) "
+                            "VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+        self._write(op)
+
+    def queue_assignments(self, name: str, annotator: str | None = None) -> list[Assignment]:
+        sql = "SELECT position, trajectory_id, key, annotator FROM queue_assignments WHERE queue = ?"
+        params: tuple[Any, ...] = (name,)
+        if annotator is not None:
+            sql += " AND annotator = ?"
+            params += (annotator,)
+        return [(int(p), str(t), k, str(a)) for p, t, k, a in self._read(sql + " ORDER BY position, annotator", params)]
+
+    def queue_items(self, name: str) -> list[QueueEntry]:
+        return [(int(p), str(t), k) for p, t, k in self._read(
+            "SELECT position, trajectory_id, key FROM queue_items WHERE queue = ? ORDER BY position, trajectory_id",
+            (name,))]
+
+    def queues(self) -> list[dict[str, Any]]:
+        return [{"name": r[0], "created_at": r[1], "k": r[2], "spec": json.loads(r[3])}
+                for r in self._read("SELECT name, created_at, k, spec FROM queues ORDER BY name")]
+
+    def claim(self, name: str, annotator: str) -> Assignment | None:
+        if not annotator:
+            raise AnnotationError("", "annotator", "a claim needs who claims")
+
+        def op(cur: Cursor) -> Assignment | None:
+            # The queue's row lock orders every claim on this queue; the unique slot index guards it besides.
+            row = cur.execute(f"SELECT k, spec FROM queues WHERE name = ?{self.FOR_UPDATE}", (name,)).fetchone()
+            if row is None:
+                raise AnnotationError("", "queue", f"no queue named {name!r}")
+            k, spec = int(row[0]), json.loads(row[1])
+            mine = cur.execute(
+                "SELECT a.position, a.trajectory_id, a.key FROM queue_assignments a LEFT JOIN annotations r "
+                "ON r.trajectory_id = a.trajectory_id AND r.annotator = a.annotator AND r.role = 'annotator' "
+                "WHERE a.queue = ? AND a.annotator = ? AND r.verdict IS NULL ORDER BY a.position LIMIT 1",
+                (name, annotator)).fetchone()
+            if mine is not None:
+                return int(mine[0]), str(mine[1]), mine[2], annotator
+            if not spec.get("open"):
+                return None  # assigned up front: nothing to take
+            free = cur.execute(
+                "SELECT i.position, i.trajectory_id, i.key FROM queue_items i WHERE i.queue = ? "
+                "AND (SELECT COUNT(*) FROM queue_assignments a WHERE a.queue = i.queue "
+                "     AND a.trajectory_id = i.trajectory_id) < ? "
+                "AND NOT EXISTS (SELECT 1 FROM queue_assignments a WHERE a.queue = i.queue "
+                "     AND a.trajectory_id = i.trajectory_id AND a.annotator = ?) "
+                "ORDER BY i.position, i.trajectory_id LIMIT 1", (name, k, annotator)).fetchone()
+            if free is None:
+                return None
+            taken = {r[0] for r in cur.execute("SELECT slot FROM queue_assignments WHERE queue = ? AND "
+                                               "trajectory_id = ?", (name, free[1])).fetchall()}
+            slot = min(set(range(k)) - taken)
+            cur.execute("INSERT INTO queue_assignments (queue, position, trajectory_id, key, annotator, slot) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", (name, free[0], free[1], free[2], annotator, slot))
+            return int(free[0]), str(free[1]), free[2], annotator
+
+        # Run again after a broken commit, it finds the claim it made (an assignment without a verdict).
+        return self._write(op)
+
+    # --- moving labels to another trajectory id (library keys, ``rollscope labels rekey``) -----------
+    # Every table that names a trajectory, and the columns (besides trajectory_id) that make a row unique there.
+    _KEYED_TABLES = (("annotations", ("annotator", "role")), ("annotation_labels", None),
+                     ("annotation_cascading", None), ("annotation_step_comments", None), ("audit", None),
+                     ("score_overrides", None), ("queue_items", ("queue",)),
+                     ("queue_assignments", ("queue", "annotator")))
+
+    def rekey(self, mapping: dict[str, str], *, actor: str) -> tuple[dict[str, str], list[str]]:
+        def op(cur: Cursor) -> tuple[dict[str, str], list[str]]:
+            moved: dict[str, str] = {}
+            conflicts: list[str] = []
+            now = time.time()
+            for old, new in mapping.items():
+                if old == new:
+                    continue
+                # Lock the records first (PostgreSQL): another machine moving or labelling them waits, and one
+                # that moved them meanwhile leaves nothing here to move or to write on the trail twice.
+                records = cur.execute(f"SELECT annotator, role FROM annotations WHERE trajectory_id = ? "
+                                      f"ORDER BY annotator, role{self.FOR_UPDATE}", (old,)).fetchall()
+                clash = False
+                for table, unique in self._KEYED_TABLES:
+                    if unique is None or clash:
+                        continue
+                    clash = cur.execute(
+                        f"SELECT 1 FROM {table} a JOIN {table} b USING ({', '.join(unique)}) "
+                        "WHERE a.trajectory_id = ? AND b.trajectory_id = ? LIMIT 1", (old, new)).fetchone() is not None
+                if clash:
+                    conflicts.append(old)
+                    continue
+                for table, _ in self._KEYED_TABLES:
+                    cur.execute(f"UPDATE {table} SET trajectory_id = ? WHERE trajectory_id = ?", (new, old))
+                for annotator, role in records:  # the move itself is a change, on the record's trail
+                    self._changed(cur, (new, annotator, role), actor, now, "trajectory_id", old, new)
+                moved[old] = new
+            return moved, conflicts
+
+        # Run again after a broken commit, a move that landed finds nothing left under the old id.
+        return self._write(op)
+
+    # --- faster derived reads -------------------------------------------------------------------
+    def trajectory_ids(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT DISTINCT trajectory_id FROM annotations ORDER BY 1")]
+
+    def referenced_ids(self) -> list[str]:
+        return [r[0] for r in self._read(
+            "SELECT trajectory_id FROM annotations UNION SELECT trajectory_id FROM score_overrides "
+            "UNION SELECT trajectory_id FROM queue_items UNION SELECT trajectory_id FROM queue_assignments "
+            "ORDER BY 1")]
+
+    def annotators(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT DISTINCT annotator FROM annotations WHERE role = 'annotator' "
+                                         "ORDER BY 1")]
+
+    # --- moving a whole store (``rollscope labels migrate``) ----------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Rows per table, and the records of each role (``adjudications``: adjudicated records), from one
+        snapshot."""
+        with self._snapshot() as cur:
+            out = {t: int(cur.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in TABLES}
+            out["adjudications"] = int(cur.execute("SELECT COUNT(*) FROM annotations WHERE role = 'adjudicator'")
+                                       .fetchone()[0])
+        return out
+
+    def dump(self, batch: int = 5000) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+        """Every row of every table (:data:`TABLES` order and columns), ``batch`` rows at a time, from one
+        snapshot."""
+        with self._pages() as cur:
+            for table, cols in TABLES.items():
+                cur.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {_ORDER[table]}")
+                while True:
+                    rows = cur.fetchmany(batch)
+                    if not rows:
+                        break
+                    yield table, [tuple(r) for r in rows]
+
+    def load(self, source: SqlAnnotationStore, progress: Callable[[int], None] | None = None) -> dict[str, int]:
+        """Copy every row of ``source`` into this store, which must be empty, in one transaction (all or nothing).
+
+        Returns:
+            The rows copied per table.
+
+        Raises:
+            StoreError: this store already holds labels or queues, or a write failed (nothing was copied).
+        """
+        def op(cur: Cursor) -> dict[str, int]:
+            for table in TABLES:
+                if cur.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None:
+                    raise StoreError(self.location, f"cannot copy into a store that is not empty (table {table} "
+                                                    "has rows); copy into a new database or file")
+            copied = dict.fromkeys(TABLES, 0)
+            for table, rows in source.dump():
+                cols = TABLES[table]
+                cur.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                                rows)
+                copied[table] += len(rows)
+                if progress is not None:
+                    progress(len(rows))
+            for table in ("audit", "score_overrides"):
+                self._identity_written(cur, table)
+            return copied
+
+        return self._write(op)
+
+
+class SqliteAnnotationStore(SqlAnnotationStore):
+    """The default store: one SQLite file in WAL mode, safe for several processes on one machine.
 
     Args:
         path: the database file (created with its folder when missing, unless ``read_only``).
@@ -298,6 +945,7 @@ class SqliteAnnotationStore(AnnotationStore):
 
     def __init__(self, path: str | Path, busy_timeout: float = 10.0, read_only: bool = False):
         self.path = Path(path)
+        self.location = str(self.path)
         self.busy_timeout = busy_timeout
         self.read_only = read_only
         self._uri: str | None = None  # how read-only connections open the file (see _connect_read_only)
@@ -474,7 +1122,7 @@ class SqliteAnnotationStore(AnnotationStore):
             raise StoreError(self.path, f"read failed: {exc}") from exc
 
     # --- transactions -------------------------------------------------------------------------
-    def _transaction(self, fn: Callable[[sqlite3.Cursor], T]) -> T:
+    def _transaction(self, fn: Callable[[Cursor], T]) -> T:
         """Run ``fn`` in ``BEGIN IMMEDIATE`` (the write lock is taken up front, so the reads inside see the
         latest committed state and nobody can write between our read and our write); retry when busy.
 
@@ -503,7 +1151,8 @@ class SqliteAnnotationStore(AnnotationStore):
             delay = min(delay * 2, 0.5)
         raise StoreError(self.path, f"the store stayed locked after {self.RETRIES} attempts")
 
-    def _write(self, fn: Callable[[sqlite3.Cursor], T]) -> T:
+    def _write(self, fn: Callable[[Cursor], T], *, idempotent: bool = True) -> T:
+        # One file on one machine: a commit either happened or raised, so there is nothing to run twice.
         if self.read_only:
             raise StoreError(self.path, "opened read-only; nothing was changed")
         try:
@@ -511,412 +1160,36 @@ class SqliteAnnotationStore(AnnotationStore):
         except sqlite3.Error as exc:
             raise StoreError(self.path, f"write failed, nothing was changed: {exc}") from exc
 
-    @staticmethod
-    def _ensure(cur: sqlite3.Cursor, key: Key, now: float) -> None:
-        if key[2] not in ROLES:
-            raise AnnotationError(key[0], "role", f"must be one of {', '.join(ROLES)}, got {key[2]!r}")
-        if not key[0] or not key[1]:
-            raise AnnotationError(key[0], "trajectory_id" if not key[0] else "annotator", "must be non-empty")
-        cur.execute("INSERT OR IGNORE INTO annotations (trajectory_id, annotator, role, created_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?)", (*key, now, now))
-
-    @staticmethod
-    def _changed(cur: sqlite3.Cursor, key: Key, actor: str, now: float, field: str, old: Any, new: Any) -> None:
-        cur.execute("UPDATE annotations SET version = version + 1, updated_at = ? "
-                    "WHERE trajectory_id = ? AND annotator = ? AND role = ?", (now, *key))
-        cur.execute("INSERT INTO audit (trajectory_id, annotator, role, actor, at, field, old, new) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*key, actor, now, field, json.dumps(old, ensure_ascii=False),
-                     json.dumps(new, ensure_ascii=False)))
-
-    # field-level operations on an open transaction, shared by the single-field methods and save()
-    def _op_field(self, cur: sqlite3.Cursor, key: Key, actor: str, now: float, field: str, value: Any) -> bool:
-        value = check_value(key[0], field, value)
-        self._ensure(cur, key, now)
-        old = cur.execute(f"SELECT {field} FROM annotations WHERE trajectory_id = ? AND annotator = ? AND role = ?",
-                          key).fetchone()[0]
-        if old == value:
-            return False
-        cur.execute(f"UPDATE annotations SET {field} = ? WHERE trajectory_id = ? AND annotator = ? AND role = ?",
-                    (value, *key))
-        self._changed(cur, key, actor, now, field, old, value)
-        return True
-
-    def _op_label(self, cur: sqlite3.Cursor, key: Key, actor: str, now: float, label: str, present: bool) -> bool:
-        if not isinstance(label, str) or not label.strip():
-            raise AnnotationError(key[0], "labels", f"a label is a non-empty string, got {label!r}")
-        self._ensure(cur, key, now)
-        if present:
-            cur.execute("INSERT OR IGNORE INTO annotation_labels VALUES (?, ?, ?, ?)", (*key, label))
-        else:
-            cur.execute("DELETE FROM annotation_labels WHERE trajectory_id = ? AND annotator = ? AND role = ? "
-                        "AND label = ?", (*key, label))
-        if cur.rowcount != 1:
-            return False
-        self._changed(cur, key, actor, now, f"labels[{label}]", not present, present)
-        return True
-
-    def _op_step_text(self, cur: sqlite3.Cursor, key: Key, actor: str, now: float, table: str, column: str,
-                      field: str, step: int, text: str | None) -> bool:
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise AnnotationError(key[0], field, f"a step index is an int >= 0, got {step!r}")
-        self._ensure(cur, key, now)
-        row = cur.execute(f"SELECT {column} FROM {table} WHERE trajectory_id = ? AND annotator = ? AND role = ? "
-                          "AND step = ?", (*key, step)).fetchone()
-        old = None if row is None else row[0]
-        if text is None or (field == "step_comments" and not text.strip()):
-            text = None
-        if old == text:
-            return False
-        if text is None:
-            cur.execute(f"DELETE FROM {table} WHERE trajectory_id = ? AND annotator = ? AND role = ? AND step = ?",
-                        (*key, step))
-        else:
-            cur.execute(f"INSERT OR REPLACE INTO {table} (trajectory_id, annotator, role, step, {column}) "
-                        "VALUES (?, ?, ?, ?, ?)", (*key, step, text))
-        self._changed(cur, key, actor, now, f"{field}[{step}]", old, text)
-        return True
-
-    # --- AnnotationStore: writes ----------------------------------------------------------------
-    def set_field(self, trajectory_id: str, annotator: str, field: str, value: Any, *, actor: str | None = None,
-                  role: str = "annotator") -> bool:
-        key = (trajectory_id, annotator, role)
-        return self._write(lambda cur: self._op_field(cur, key, actor or annotator, time.time(), field, value))
-
-    def set_label(self, trajectory_id: str, annotator: str, label: str, present: bool, *,
-                  actor: str | None = None, role: str = "annotator") -> bool:
-        key = (trajectory_id, annotator, role)
-        return self._write(lambda cur: self._op_label(cur, key, actor or annotator, time.time(), label, present))
-
-    def toggle_label(self, trajectory_id: str, annotator: str, label: str, *, actor: str | None = None,
-                     role: str = "annotator") -> bool:
-        key = (trajectory_id, annotator, role)
-
-        def op(cur: sqlite3.Cursor) -> bool:  # read and flip inside one transaction
-            here = cur.execute("SELECT 1 FROM annotation_labels WHERE trajectory_id = ? AND annotator = ? "
-                               "AND role = ? AND label = ?", (*key, label)).fetchone() is not None
-            self._op_label(cur, key, actor or annotator, time.time(), label, not here)
-            return not here
-
-        return self._write(op)
-
-    def set_step_comment(self, trajectory_id: str, annotator: str, step: int, comment: str | None, *,
-                         actor: str | None = None, role: str = "annotator") -> bool:
-        key = (trajectory_id, annotator, role)
-        return self._write(lambda cur: self._op_step_text(cur, key, actor or annotator, time.time(),
-                                                          "annotation_step_comments", "comment", "step_comments",
-                                                          step, comment))
-
-    def set_cascade(self, trajectory_id: str, annotator: str, step: int, effect: str | None, *,
-                    actor: str | None = None, role: str = "annotator") -> bool:
-        key = (trajectory_id, annotator, role)
-        return self._write(lambda cur: self._op_step_text(cur, key, actor or annotator, time.time(),
-                                                          "annotation_cascading", "effect", "cascading", step,
-                                                          effect))
-
-    def _op_save(self, cur: sqlite3.Cursor, ann: Annotation, actor: str, now: float,
-                 only: Collection[str] | None = None) -> int:
-        """Write the differences between ``ann`` and the stored record, field by field (each audited); with
-        ``only``, just those fields (the rest of the stored record is left as it is).
-
-        The stored record is read once, inside the caller's write transaction, so the diff is exact."""
-        key = (ann.trajectory_id, ann.annotator, ann.role)
-        values = {name: check_value(key[0], name, getattr(ann, name)) for name in SCALAR_FIELDS}  # all or nothing
-        if only is not None and set(only) - set(SCALAR_FIELDS) - set(COLLECTION_FIELDS):
-            unknown = ", ".join(sorted(set(only) - set(SCALAR_FIELDS) - set(COLLECTION_FIELDS)))
-            raise AnnotationError(key[0], unknown, "unknown field")
-        self._ensure(cur, key, now)
-        where = "WHERE trajectory_id = ? AND annotator = ? AND role = ?"
-        stored = cur.execute(f"SELECT {', '.join(SCALAR_FIELDS)} FROM annotations {where}", key).fetchone()
-        n = 0
-        for name, old in zip(SCALAR_FIELDS, stored, strict=True):
-            if only is not None and name not in only:
-                continue
-            if old != values[name]:
-                cur.execute(f"UPDATE annotations SET {name} = ? {where}", (values[name], *key))
-                self._changed(cur, key, actor, now, name, old, values[name])
-                n += 1
-        if only is None or "labels" in only:
-            have = {r[0] for r in cur.execute(f"SELECT label FROM annotation_labels {where}", key)}
-            want = set(ann.labels)
-            for lab in sorted(want - have):
-                n += self._op_label(cur, key, actor, now, lab, True)
-            for lab in sorted(have - want):
-                n += self._op_label(cur, key, actor, now, lab, False)
-        for table, column, field, items in (
-            ("annotation_cascading", "effect", "cascading", {c.step: c.effect for c in ann.cascading}),
-            ("annotation_step_comments", "comment", "step_comments", dict(ann.step_comments)),
-        ):
-            if only is not None and field not in only:
-                continue
-            old_items = dict(cur.execute(f"SELECT step, {column} FROM {table} {where}", key).fetchall())
-            for step in sorted(set(items) | set(old_items)):
-                new = items.get(step)
-                if field == "step_comments" and new is not None and not new.strip():
-                    new = None
-                if new != old_items.get(step):
-                    n += self._op_step_text(cur, key, actor, now, table, column, field, step, new)
-        return n
-
-    def save(self, annotation: Annotation, *, actor: str | None = None) -> int:
-        return self._write(lambda cur: self._op_save(cur, annotation, actor or annotation.annotator, time.time()))
-
-    def save_many(self, annotations: Iterable[Annotation], *, actor: str | None = None,
-                  progress: Callable[[int], None] | None = None, batch: int = 2000) -> int:
-        """Save many records, ``batch`` per transaction (far faster than one each); returns the number of field
-        changes."""
-        total, chunk = 0, list[Annotation]()
-
-        def flush() -> None:
-            nonlocal total
-            now = time.time()
-            total += self._write(lambda cur: sum([self._op_save(cur, a, actor or a.annotator, now) for a in chunk]))
-            if progress is not None:
-                progress(len(chunk))
-            chunk.clear()
-
-        for ann in annotations:
-            chunk.append(ann)
-            if len(chunk) >= batch:
-                flush()
-        if chunk:
-            flush()
-        return total
-
-    def merge(self, patches: Iterable[tuple[Annotation, Collection[str]]], *, actor: str | None = None,
-              progress: Callable[[int], None] | None = None) -> int:
-        """See :meth:`AnnotationStore.merge`: one ``BEGIN IMMEDIATE`` for every patch, each stored record read
-        inside it, so an import is all or nothing (a killed one changes nothing) and never reverts a change made
-        while its file was being read. Holding the write lock for the whole import is fine: other writers wait for
-        it (``busy_timeout``, with retries), then apply their change on top of it."""
-        todo = list(patches)
-
-        def op(cur: sqlite3.Cursor) -> int:
-            now, n, shown = time.time(), 0, 0
-            for i, (ann, fields) in enumerate(todo, 1):
-                n += self._op_save(cur, ann, actor or ann.annotator, now, fields)
-                if progress is not None and (i % 1000 == 0 or i == len(todo)):
-                    progress(i - shown)
-                    shown = i
-            return n
-
-        return self._write(op)
-
-    def delete(self, trajectory_id: str, annotator: str, role: str = "annotator", *,
-               actor: str | None = None) -> bool:
-        key = (trajectory_id, annotator, role)
-
-        def op(cur: sqlite3.Cursor) -> bool:
-            where = "WHERE trajectory_id = ? AND annotator = ? AND role = ?"
-            if cur.execute(f"DELETE FROM annotations {where}", key).rowcount == 0:
-                return False
-            for table in ("annotation_labels", "annotation_cascading", "annotation_step_comments"):
-                cur.execute(f"DELETE FROM {table} {where}", key)
-            cur.execute("INSERT INTO audit (trajectory_id, annotator, role, actor, at, field, old, new) "
-                        "VALUES (?, ?, ?, ?, ?, 'record', '\"present\"', 'null')", (*key, actor or annotator,
-                                                                                    time.time()))
-            return True
-
-        return self._write(op)
-
-    # --- AnnotationStore: reads -----------------------------------------------------------------
-    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
-            return self._conn().execute(sql, params).fetchall()
+            return self._conn().execute(sql, tuple(params)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(self.path, f"read failed: {exc}") from exc
 
-    def get(self, trajectory_id: str, annotator: str, role: str = "annotator") -> Annotation | None:
-        found = self.annotations(trajectory_id, annotator, role)
-        return found[0] if found else None
-
-    _COLS = ("trajectory_id", "annotator", "role", *SCALAR_FIELDS, "created_at", "updated_at", "version")
-
-    @classmethod
-    def _fetch(cls, conn: sqlite3.Connection, where: str, params: tuple[Any, ...], tail: str = "") -> list[Annotation]:
-        """Records matching ``where`` (on the key columns) from the four tables; call inside a read transaction."""
-        rows = conn.execute(f"SELECT {', '.join(cls._COLS)} FROM annotations {where} "
-                          f"ORDER BY trajectory_id, annotator, role {tail}", params).fetchall()
-        if not rows:
-            return []
-        if tail:  # a page: the collections of exactly the records on it (key range of the page)
-            where = "WHERE (trajectory_id, annotator, role) BETWEEN (?, ?, ?) AND (?, ?, ?)"
-            params = (*rows[0][:3], *rows[-1][:3])
-        labels = conn.execute(f"SELECT trajectory_id, annotator, role, label FROM annotation_labels {where} "
-                            "ORDER BY label", params).fetchall()
-        casc = conn.execute(f"SELECT trajectory_id, annotator, role, step, effect FROM annotation_cascading {where} "
-                          "ORDER BY step", params).fetchall()
-        comments = conn.execute(f"SELECT trajectory_id, annotator, role, step, comment FROM annotation_step_comments "
-                              f"{where} ORDER BY step", params).fetchall()
-        out: dict[Key, Annotation] = {}
-        for r in rows:
-            out[(r[0], r[1], r[2])] = Annotation(**dict(zip(cls._COLS, r, strict=True)))
-        for t, a, ro, lab in labels:
-            if (t, a, ro) in out:
-                out[(t, a, ro)].labels.append(lab)
-        for t, a, ro, step, effect in casc:
-            if (t, a, ro) in out:
-                out[(t, a, ro)].cascading.append(Cascade(step, effect))
-        for t, a, ro, step, comment in comments:
-            if (t, a, ro) in out:
-                out[(t, a, ro)].step_comments[step] = comment
-        return list(out.values())
-
-    def annotations(self, trajectory_id: str | None = None, annotator: str | None = None,
-                    role: str | None = None) -> list[Annotation]:
-        conds, params = [], []
-        for col, val in (("trajectory_id", trajectory_id), ("annotator", annotator), ("role", role)):
-            if val is not None:
-                conds.append(f"{col} = ?")
-                params.append(val)
-        where = f"WHERE {' AND '.join(conds)}" if conds else ""
+    @contextmanager
+    def _snapshot(self) -> Iterator[Cursor]:
         try:
             conn = self._conn()
-            conn.execute("BEGIN")  # one consistent snapshot of the four tables
+            conn.execute("BEGIN")
             try:
-                return self._fetch(conn, where, tuple(params))
+                yield conn.cursor()
             finally:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StoreError(self.path, f"read failed: {exc}") from exc
 
-    def iter_annotations(self, batch: int = 5000) -> Iterator[list[Annotation]]:
-        """Every record, ``batch`` at a time, from one consistent snapshot.
-
-        Reads on a connection of its own, so writers in this process (the GUI thread) are not held up while the
-        caller (an export) works between pages, and other processes' writes never block on it (WAL)."""
-        ro = self._connect_read_only()
+    @contextmanager
+    def _pages(self) -> Iterator[Cursor]:
+        ro = self._connect_read_only()  # also where the store's folder cannot be written
         try:
             ro.execute("BEGIN")
-            last: tuple[Any, ...] | None = None
-            while True:
-                where, params = ("", ()) if last is None else (
-                    "WHERE (trajectory_id, annotator, role) > (?, ?, ?)", last)
-                page = self._fetch(ro, where, params, f"LIMIT {int(batch)}")
-                if not page:
-                    break
-                yield page
-                tail = page[-1]
-                last = (tail.trajectory_id, tail.annotator, tail.role)
+            yield ro.cursor()
             ro.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StoreError(self.path, f"read failed: {exc}") from exc
         finally:
             ro.close()
-
-    def audit(self, trajectory_id: str | None = None, annotator: str | None = None) -> list[AuditEntry]:
-        conds, params = [], []
-        for col, val in (("trajectory_id", trajectory_id), ("annotator", annotator)):
-            if val is not None:
-                conds.append(f"{col} = ?")
-                params.append(val)
-        where = f"WHERE {' AND '.join(conds)}" if conds else ""
-        rows = self._read(f"SELECT id, trajectory_id, annotator, role, actor, at, field, old, new FROM audit {where} "
-                          "ORDER BY id", tuple(params))
-        return [AuditEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else None,
-                           json.loads(r[8]) if r[8] else None) for r in rows]
-
-    # --- overrides ------------------------------------------------------------------------------
-    def override_score(self, trajectory_id: str, actor: str, success: bool | None, reason: str, *,
-                       score: float | None = None, previous_success: bool | None = None,
-                       previous_score: float | None = None) -> ScoreOverride:
-        if not reason or not reason.strip():
-            raise AnnotationError(trajectory_id, "reason", "an override needs a reason")
-        if not actor:
-            raise AnnotationError(trajectory_id, "actor", "an override needs who made it")
-
-        def op(cur: sqlite3.Cursor) -> int:
-            cur.execute("INSERT INTO score_overrides (trajectory_id, actor, at, success, score, previous_success, "
-                        "previous_score, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (trajectory_id, actor, time.time(), success, score, previous_success, previous_score,
-                         reason.strip()))
-            return int(cur.lastrowid or 0)
-
-        new_id = self._write(op)
-        return next(o for o in self.overrides(trajectory_id) if o.id == new_id)
-
-    def overrides(self, trajectory_id: str | None = None) -> list[ScoreOverride]:
-        where, params = ("WHERE trajectory_id = ?", (trajectory_id,)) if trajectory_id is not None else ("", ())
-        rows = self._read("SELECT id, trajectory_id, actor, at, success, score, previous_success, previous_score, "
-                          f"reason FROM score_overrides {where} ORDER BY id", params)
-
-        def b(v: Any) -> bool | None:
-            return None if v is None else bool(v)
-
-        return [ScoreOverride(r[0], r[1], r[2], r[3], b(r[4]), r[5], b(r[6]), r[7], r[8]) for r in rows]
-
-    # --- queues -------------------------------------------------------------------------------
-    def save_queue(self, name: str, assignments: list[tuple[int, str, str | None, str]], k: int,
-                   spec: dict[str, Any] | None = None) -> None:
-        def op(cur: sqlite3.Cursor) -> None:
-            cur.execute("DELETE FROM queue_assignments WHERE queue = ?", (name,))
-            cur.execute("INSERT OR REPLACE INTO queues (name, created_at, k, spec) VALUES (?, ?, ?, ?)",
-                        (name, time.time(), k, json.dumps(spec or {})))
-            cur.executemany("INSERT INTO queue_assignments (queue, position, trajectory_id, key, annotator) "
-                            "VALUES (?, ?, ?, ?, ?)", [(name, *a) for a in assignments])
-
-        self._write(op)
-
-    def queue_assignments(self, name: str, annotator: str | None = None) -> list[tuple[int, str, str | None, str]]:
-        sql = "SELECT position, trajectory_id, key, annotator FROM queue_assignments WHERE queue = ?"
-        params: tuple[Any, ...] = (name,)
-        if annotator is not None:
-            sql += " AND annotator = ?"
-            params += (annotator,)
-        return [(int(p), str(t), k, str(a)) for p, t, k, a in self._read(sql + " ORDER BY position, annotator", params)]
-
-    def queues(self) -> list[dict[str, Any]]:
-        return [{"name": r[0], "created_at": r[1], "k": r[2], "spec": json.loads(r[3])}
-                for r in self._read("SELECT name, created_at, k, spec FROM queues ORDER BY name")]
-
-    # Every table that names a trajectory, and the columns (besides trajectory_id) that make a row unique there.
-    _KEYED_TABLES = (("annotations", ("annotator", "role")), ("annotation_labels", None),
-                     ("annotation_cascading", None), ("annotation_step_comments", None), ("audit", None),
-                     ("score_overrides", None), ("queue_assignments", ("queue", "annotator")))
-
-    def rekey(self, mapping: dict[str, str], *, actor: str) -> tuple[dict[str, str], list[str]]:
-        def op(cur: sqlite3.Cursor) -> tuple[dict[str, str], list[str]]:
-            moved: dict[str, str] = {}
-            conflicts: list[str] = []
-            now = time.time()
-            for old, new in mapping.items():
-                if old == new:
-                    continue
-                clash = False
-                for table, unique in self._KEYED_TABLES:
-                    if unique is None:
-                        continue
-                    cols = ", ".join(unique)
-                    clash = clash or cur.execute(
-                        f"SELECT 1 FROM {table} a JOIN {table} b USING ({cols}) WHERE a.trajectory_id = ? "
-                        "AND b.trajectory_id = ? LIMIT 1", (old, new)).fetchone() is not None
-                if clash:
-                    conflicts.append(old)
-                    continue
-                records = cur.execute("SELECT annotator, role FROM annotations WHERE trajectory_id = ?",
-                                      (old,)).fetchall()
-                for table, _ in self._KEYED_TABLES:
-                    cur.execute(f"UPDATE {table} SET trajectory_id = ? WHERE trajectory_id = ?", (new, old))
-                for annotator, role in records:  # the move itself is a change, on the record's trail
-                    self._changed(cur, (new, annotator, role), actor, now, "trajectory_id", old, new)
-                moved[old] = new
-            return moved, conflicts
-
-        return self._write(op)
-
-    # --- faster derived reads -------------------------------------------------------------------
-    def trajectory_ids(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT DISTINCT trajectory_id FROM annotations ORDER BY 1")]
-
-    def referenced_ids(self) -> list[str]:
-        return [r[0] for r in self._read(
-            "SELECT trajectory_id FROM annotations UNION SELECT trajectory_id FROM score_overrides "
-            "UNION SELECT trajectory_id FROM queue_assignments ORDER BY 1")]
-
-    def annotators(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT DISTINCT annotator FROM annotations WHERE role = 'annotator' "
-                                         "ORDER BY 1")]
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread); later calls raise :class:`StoreError`."""
@@ -928,8 +1201,54 @@ class SqliteAnnotationStore(AnnotationStore):
         self._local = threading.local()
 
 
-def open_store(path: str | Path | None = None, root: str | Path | None = None,
-               read_only: bool = False) -> SqliteAnnotationStore:
-    """Open the store at ``path``, else the library's default (``<root>/.rollscope/labels.sqlite``, root =
-    current folder); ``read_only`` never creates, migrates or writes (see :class:`SqliteAnnotationStore`)."""
+# What ``rollscope labels migrate`` reports, in words, for each count (tables, and the adjudicated records).
+COUNT_NAMES = {"annotations": "records", "annotation_labels": "labels", "annotation_cascading": "cascading steps",
+               "annotation_step_comments": "step comments", "audit": "audit entries", "score_overrides": "overrides",
+               "adjudications": "adjudications", "queues": "queues", "queue_items": "queue items",
+               "queue_assignments": "queue assignments"}
+
+
+def copy_store(source: SqlAnnotationStore, target: SqlAnnotationStore,
+               progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Copy every row of ``source`` into the empty ``target`` (either backend, either direction), in one
+    transaction, then count both again.
+
+    Returns:
+        ``{"from", "to", "counts": {name: {"source": n, "target": n}}}``, names as in :data:`COUNT_NAMES`.
+
+    Raises:
+        StoreError: ``target`` is not empty, the copy failed (nothing was copied), or a count differs afterwards
+            (someone wrote to the source during the copy: copy again into a new, empty target).
+    """
+    copied = target.load(source, progress)
+    after, now = target.counts(), source.counts()
+    counts = {COUNT_NAMES[name]: {"source": now[name], "target": after[name]} for name in COUNT_NAMES}
+    wrong = [f"{name} {n['source']} -> {n['target']}" for name, n in counts.items() if n["source"] != n["target"]]
+    if wrong or any(after[t] != copied[t] for t in copied):
+        raise StoreError(target.location, "the copy does not match its source (was someone labelling during the "
+                                          f"copy?): {', '.join(wrong) or 'rows read differ from rows stored'}")
+    return {"from": source.location, "to": target.location, "counts": counts}
+
+
+def open_store(path: str | Path | None = None, root: str | Path | None = None, *,
+               connect_timeout: float | None = None, read_only: bool = False) -> SqlAnnotationStore:
+    """Open the store at ``path``: a team's PostgreSQL server when it is a ``postgresql://USER@HOST:PORT/DB`` URL,
+    else a SQLite file; without one, the library's default (``<root>/.rollscope/labels.sqlite``, root = current
+    folder).
+
+    Args:
+        connect_timeout: seconds to wait for a server store's server (its default when None).
+        read_only: a SQLite store is opened without creating, migrating or writing anything (see
+            :class:`SqliteAnnotationStore`); a server store is opened as usual (its server, not the file system,
+            says who may write).
+
+    Raises:
+        StoreError: the store cannot be opened (:class:`StoreUnavailable`: its server cannot be reached).
+    """
+    if is_url(path):
+        from gui_app.core.store_postgresql import PostgresAnnotationStore
+
+        assert isinstance(path, str)
+        return PostgresAnnotationStore(path) if connect_timeout is None else \
+            PostgresAnnotationStore(path, connect_timeout=connect_timeout)
     return SqliteAnnotationStore(path if path is not None else default_path(root or "."), read_only=read_only)

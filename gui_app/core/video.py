@@ -487,6 +487,8 @@ class FrameSource:
         duration: seconds from the first frame to the end of the last.
         backend: ``pyav``, ``opencv`` or ``images``.
         per_step: True when frame ``i`` is step ``i``'s screenshot (set by :func:`open_for`).
+        notes: what the user should know about these frames (set by :func:`open_for` when the recording could not
+            be read and the step screenshots stand in for it).
 
     Use :meth:`open`, :meth:`from_images` or :func:`open_for`; close with :meth:`close` (or a ``with`` block).
     """
@@ -494,6 +496,7 @@ class FrameSource:
     def __init__(self, decoder: _Decoder, path: str, backend: str, cache_bytes: int = DEFAULT_CACHE_BYTES):
         self._dec = decoder
         self.per_step = False
+        self.notes: list[str] = []
         self.path = path
         self.backend = backend
         self.fps = decoder.fps
@@ -876,10 +879,13 @@ def _prefetch_loop(ref: weakref.ref[FrameSource], req: threading.Condition) -> N
 
 
 def open_for(traj: Trajectory, **kwargs: Any) -> FrameSource:
-    """The frames of a trajectory: its recording when it has one on disk, else its step screenshots.
+    """The frames of a trajectory: its recording when it has one on disk and it can be read, else its step
+    screenshots.
 
     With screenshots, frame ``i`` is step ``i``'s screenshot at 1 frame per second; a step without a screenshot
-    shows the nearest earlier one (or the first one), so step and frame indices always agree.
+    shows the nearest earlier one (or the first one), so step and frame indices always agree. A recording that
+    cannot be read (corrupt, not a video) falls back to the screenshots when there are any, and the source's
+    ``notes`` say so: a damaged recording must not leave the viewer black when the run's screens are on disk.
 
     Args:
         traj: the trajectory.
@@ -887,12 +893,19 @@ def open_for(traj: Trajectory, **kwargs: Any) -> FrameSource:
             ``cache_bytes``).
 
     Raises:
-        VideoError: the trajectory has neither a readable recording nor any screenshot.
+        VideoError: the trajectory has neither a readable recording nor any screenshot (a recording that cannot
+            be read raises its own error then).
     """
-    if traj.video is not None and traj.video.path and Path(traj.video.path).exists():
-        return FrameSource.open(traj.video.path, **kwargs)
     shots = [s.screenshot if s.screenshot and Path(s.screenshot).is_file() else None for s in traj.steps]
     first = next((p for p in shots if p), None)
+    broken: VideoError | None = None
+    if traj.video is not None and traj.video.path and Path(traj.video.path).exists():
+        try:
+            return FrameSource.open(traj.video.path, **kwargs)
+        except VideoError as exc:
+            if first is None:
+                raise
+            broken = exc
     if first is None:
         where = traj.video.path if traj.video is not None else traj.source_path
         raise VideoError(where, "no recording and no step screenshots to show")
@@ -906,6 +919,9 @@ def open_for(traj: Trajectory, **kwargs: Any) -> FrameSource:
     src = FrameSource.from_images(paths, fps=1.0, **kwargs)
     src.path = traj.source_path
     src.per_step = True  # frame i is step i: the Session maps steps to frames by index, not by time
+    if broken is not None:
+        n = sum(p is not None for p in shots)
+        src.notes.append(f"{broken}; showing the {n} step screenshot(s) instead")
     return src
 
 

@@ -2,7 +2,11 @@
 
 Each :class:`ActionSpec` names the action, its menu, its shortcut(s), the main-window method it calls and what it
 does. The menus, the shortcuts and the "?" dialog are all built from :data:`ACTIONS`, so they cannot disagree,
-and a test checks that no shortcut is bound twice.
+and a test checks that no shortcut is bound twice. The "?" dialog also lists the label panel's keys
+(:data:`gui_app.qt.label_panel.LABEL_KEYS`), which are not actions: they act wherever focus is, except in a text
+field (:mod:`gui_app.qt.keyboard`).
+
+:data:`DOCK_ACTIONS` names the action that shows or hides each dock: every dock is reachable from the View menu.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
+
+from gui_app.qt.label_panel import LABEL_KEYS
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,7 @@ class ActionSpec:
         description: what it does, for the "?" dialog and tooltips.
         menu: the menu it sits in.
         checkable: a toggle (its state mirrors a setting or a dock).
+        also_in: further menus that list it (every dock's toggle is in View as well).
     """
 
     name: str
@@ -37,6 +44,7 @@ class ActionSpec:
     description: str
     menu: str
     checkable: bool = False
+    also_in: tuple[str, ...] = ()
 
 
 MENUS = ("File", "Playback", "Library", "Labels", "Score", "View", "Help")
@@ -49,10 +57,16 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Open one trajectory file or folder", "File"),
     ActionSpec("rescan", "&Rescan folder", ("F5",), "rescan", "Scan the open folder again for new or changed files",
                "File"),
+    ActionSpec("export", "&Export…", ("Ctrl+E",), "export_dialog",
+               "Export the labels as Parquet, JSONL, CSV, a Hugging Face dataset, reward-model training data or "
+               "Who&When records (the formats and filters of rollscope export), in the background", "File"),
     ActionSpec("annotator", "Annotator &name…", ("Ctrl+Shift+N",), "ask_annotator",
                "Set the name written with every label (saved in the settings)", "File"),
+    ActionSpec("label_store", "Label &store…", ("Ctrl+Alt+S",), "ask_label_store",
+               "Label into a team's PostgreSQL server (postgresql://USER@HOST:PORT/DB) or each library's own file",
+               "File"),
     ActionSpec("cancel", "&Cancel background work", ("Esc",), "cancel_work",
-               "Stop the running scan, load or scoring", "File"),
+               "Stop the running scan, load, scoring or export", "File"),
     ActionSpec("quit", "&Quit", ("Ctrl+Q",), "close", "Quit Rollscope", "File"),
     # Playback
     ActionSpec("play_pause", "&Play / pause", ("Space",), "play_pause", "Start or stop playback", "Playback"),
@@ -87,15 +101,19 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("queue_prev", "&Previous queue item", ("[",), "queue_prev", "Open the previous item of the queue",
                "Labels"),
     ActionSpec("toggle_queue", "&Queue panel", ("Ctrl+Shift+Q",), "set_queue_dock_visible",
-               "Show or hide the labelling queue: pick a queue, see what is labelled", "Labels", checkable=True),
+               "Show or hide the labelling queue: pick a queue, see what is labelled", "Labels", checkable=True,
+               also_in=("View",)),
     ActionSpec("toggle_review", "&Review and adjudicate", ("Ctrl+Shift+A",), "set_review_dock_visible",
                "Every annotator's labels of the open trajectory side by side; adopt a final label, override the "
-               "outcome, agreement", "Labels", checkable=True),
+               "outcome, agreement", "Labels", checkable=True, also_in=("View",)),
     # Score
     ActionSpec("score_current", "Score &current trajectory", ("Ctrl+R",), "score_current",
                "Run the reward model on the open trajectory", "Score"),
     ActionSpec("score_library", "Score the whole &library", ("Ctrl+Shift+R",), "score_library",
-               "Run the reward model on every trajectory shown in the library", "Score"),
+               "Run the reward model on every trajectory of the library, whatever the search and filters show",
+               "Score"),
+    ActionSpec("score_shown", "Score the rows &shown", ("Ctrl+Alt+R",), "score_shown",
+               "Run the reward model on the trajectories the library shows now (its search and filters)", "Score"),
     # View
     ActionSpec("toggle_overlay", "Pruning &overlay", ("O",), "set_overlay",
                "Show which video tokens the reward model kept (token-pruning mask)", "View", checkable=True),
@@ -103,6 +121,15 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "View", checkable=True),
     ActionSpec("toggle_library", "Li&brary panel", ("Ctrl+B",), "set_library_dock_visible",
                "Show or hide the library", "View", checkable=True),
+    ActionSpec("toggle_timeline", "&Timeline panel", ("Ctrl+Shift+T",), "set_timeline_dock_visible",
+               "Show or hide the timeline (scores, threshold, first deviation, playhead)", "View", checkable=True),
+    ActionSpec("toggle_steps", "&Steps panel", ("Ctrl+Shift+S",), "set_steps_dock_visible",
+               "Show or hide the step table", "View", checkable=True),
+    ActionSpec("compare", "&Compare side by side…", ("Ctrl+Shift+C",), "set_compare",
+               "Show another run beside the open one (two agents on the same task), their videos and steps "
+               "synchronised by step", "View", checkable=True),
+    ActionSpec("reset_layout", "&Reset layout", ("Ctrl+Alt+L",), "reset_layout",
+               "Put every panel back in its default place and size, inside the screen", "View"),
     # Z, not F: f/s/u are the label panel's verdict keys, which must work whatever has focus.
     ActionSpec("zoom_fit", "Zoom to &fit", ("Z",), "zoom_fit", "Fit the video to the view", "View"),
     # Help
@@ -125,6 +152,11 @@ def normalized_shortcuts(specs: Iterable[ActionSpec] = ACTIONS) -> list[tuple[st
             for a in specs for s in a.shortcuts]
 
 
+# dock name -> the checkable action that shows it
+DOCK_ACTIONS = {"library": "toggle_library", "queue": "toggle_queue", "labels": "toggle_labels",
+                "review": "toggle_review", "timeline": "toggle_timeline", "steps": "toggle_steps"}
+
+
 def build_actions(target: QObject, parent: QWidget) -> dict[str, QAction]:
     """Create one QAction per spec, connected to ``getattr(target, spec.handler)``, added to ``parent``.
 
@@ -137,7 +169,7 @@ def build_actions(target: QObject, parent: QWidget) -> dict[str, QAction]:
         act.setObjectName(a.name)
         act.setShortcuts([QKeySequence(s) for s in a.shortcuts])
         act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        act.setToolTip(f"{a.description} ({a.shortcuts[0]})")
+        act.setToolTip(f"{a.description} ({a.shortcuts[0]})" if a.shortcuts else a.description)
         act.setStatusTip(a.description)
         act.setCheckable(a.checkable)
         handler = getattr(target, a.handler)
@@ -155,23 +187,27 @@ def populate_menus(menubar: object, actions: dict[str, QAction]) -> None:
     for menu_name in MENUS:
         menu = menubar.addMenu("&" + menu_name)  # type: ignore[attr-defined]
         for a in ACTIONS:
-            if a.menu == menu_name:
+            if a.menu == menu_name or menu_name in a.also_in:
                 menu.addAction(actions[a.name])
 
 
 class ShortcutsDialog(QDialog):
-    """The "?" dialog: every action with its shortcut(s) and description, read from :data:`ACTIONS`."""
+    """The "?" dialog: the label panel's keys first (what an annotator presses most), then every action with its
+    shortcut(s) and description, read from :data:`ACTIONS`."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Keyboard shortcuts")
-        self.table = QTableWidget(len(ACTIONS), 3, self)
+        rows = [(keys, f"Labelling: {name}", what) for keys, name, what in LABEL_KEYS]
+        for a in ACTIONS:
+            keys = ", ".join(QKeySequence(s).toString(QKeySequence.SequenceFormat.NativeText) for s in a.shortcuts)
+            rows.append((keys or "(menu)", f"{a.menu}: {a.text.replace('&', '').rstrip('…')}", a.description))
+        self.table = QTableWidget(len(rows), 3, self)
         self.table.setHorizontalHeaderLabels(["Keys", "Action", "Description"])
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        for row, a in enumerate(ACTIONS):
-            keys = ", ".join(QKeySequence(s).toString(QKeySequence.SequenceFormat.NativeText) for s in a.shortcuts)
-            for col, text in enumerate((keys, f"{a.menu}: {a.text.replace('&', '').rstrip('…')}", a.description)):
+        for row, texts in enumerate(rows):
+            for col, text in enumerate(texts):
                 self.table.setItem(row, col, QTableWidgetItem(text))
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.resizeColumnsToContents()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
+from gui_app.core import memory
 from gui_app.core.catalog import Catalog, ScanReport
 from gui_app.core.errors import RollscopeError, VideoError
 from gui_app.core.library import Library, migrate_labels, open_library
@@ -86,6 +87,10 @@ def load_task(key: str, rep: Reporter, source_options: dict[str, Any] | None = N
                 source = open_for(traj, **(source_options or {}))
             except VideoError as exc:
                 notes.append(str(exc))
+            else:
+                notes.extend(source.notes)  # a recording that cannot be read: the screenshots stand in, and we say so
+                # Start its decoding thread here (frame 0 is decoded already): not in the GUI thread when it is shown.
+                source.prefetch([0])
         return Loaded(key, traj, source, notes)
 
     loaded = rep.blocking(read, discard=Loaded.close)
@@ -134,6 +139,7 @@ def score_one_task(holder: _ModelHolder, catalog: Catalog | None, key: str, traj
     model = holder.get()
     rep.progress(0, 1, f"scoring {traj.id}")
     (outcome,) = score_many([(key, traj)], model, catalog=catalog)
+    memory.trim()  # the decoded frames and the network's buffers are freed: give them back
     if outcome.result is None:  # the error names the file (a trajectory without media, ...)
         raise RollscopeError(outcome.error or f"cannot score {traj.id}")
     rep.progress(1, 1, f"scored {traj.id}")
@@ -142,18 +148,23 @@ def score_one_task(holder: _ModelHolder, catalog: Catalog | None, key: str, traj
 
 def score_library_task(holder: _ModelHolder, catalog: Catalog, text: str, filters: dict[str, Any],
                        rep: Reporter, library_root: Path | None = None) -> list[ScoreOutcome]:
+    """Score the library's rows that ``text`` and ``filters`` select (all rows when both are empty), leaving out
+    those that failed to load; media may be read anywhere under ``library_root``."""
     keys = [r.key for r in catalog.query(text, {**filters, "has_error": False})]
     rep.progress(0, len(keys), "loading the reward model")
     model = holder.get()
-    return score_many(keys, model, catalog=catalog, progress=rep.progress, cancel=rep.cancelled,
-                      library_root=library_root)
+    try:
+        return score_many(keys, model, catalog=catalog, progress=rep.progress, cancel=rep.cancelled,
+                          library_root=library_root)
+    finally:
+        memory.trim()  # what the batches decoded and padded is freed: give it back (gui_app.core.memory)
 
 
-def open_library_task(path: str | Path, rep: Reporter) -> Library:
-    """Open (create, migrate) the catalog and the annotation store of ``path``: SQLite file I/O, so off the GUI
-    thread."""
+def open_library_task(path: str | Path, rep: Reporter, store: str | None = None) -> Library:
+    """Open (create, migrate) the catalog and the annotation store of ``path`` (``store``: a team's server or
+    another file): file and network I/O, so off the GUI thread."""
     rep.progress(0, None, "opening the catalog")
-    return open_library(path)
+    return open_library(path, store)
 
 
 # -- controllers (GUI thread) ----------------------------------------------------------------------------------
@@ -178,6 +189,7 @@ class LibraryScanner(QObject):
         self.job: Job | None = None
         self._last_refresh = 0.0
         self._generation = 0
+        self.store_location: str | None = None  # the label store setting: a team server, else each library's file
 
     def open(self, path: str | Path) -> Job:
         """Open ``path`` (a folder of trajectories, or one trajectory), then scan it; returns the opening job."""
@@ -185,7 +197,8 @@ class LibraryScanner(QObject):
             self.job.cancel()
         self._generation += 1
         generation = self._generation
-        job = self.runner.submit(f"Opening {path}", lambda rep: open_library_task(path, rep),
+        store = self.store_location
+        job = self.runner.submit(f"Opening {path}", lambda rep: open_library_task(path, rep, store),
                                  on_result=lambda lib: self._opened(lib, generation), start=False)
         return self._run(job)
 
@@ -294,6 +307,11 @@ class TrajectoryLoader(QObject):
         """The key shown (the session's)."""
         return self.session.key
 
+    @property
+    def wanted(self) -> str | None:
+        """The key asked for last (shown, or still loading)."""
+        return self._wanted
+
     def open(self, key: str) -> None:
         """Show ``key``: at once when prefetched, else when its load job ends."""
         self._wanted = key
@@ -346,11 +364,15 @@ class TrajectoryLoader(QObject):
             return
         text = str(exc) if isinstance(exc, RollscopeError) else f"cannot open {key}: {type(exc).__name__}: {exc}"
         if key == self._wanted:
+            # Nothing stays open: the previous run must not stay in the viewer and the label panel, where it
+            # could be labelled in the belief that it is the row selected.
+            self.session.set_failed(key, text)
             self.notifier.error(text)
             self.failed.emit(key, text)
 
     def _show(self, loaded: Loaded) -> None:
-        self.session.set_trajectory(loaded.trajectory, loaded.source, key=loaded.key, scores=loaded.score)
+        self.session.set_trajectory(loaded.trajectory, loaded.source, key=loaded.key, scores=loaded.score,
+                                    notes=loaded.notes)
         for note in loaded.notes:  # missing media and the like: the status bar, not a message box per item
             self.notifier.info(note)
         self.loaded.emit(loaded.key)
@@ -400,7 +422,8 @@ class ScoreController(QObject):
         return self._track(job)
 
     def score_library(self, text: str = "", filters: dict[str, Any] | None = None) -> Job | None:
-        """Score what the library lists (``text`` and ``filters`` as shown; load errors left out)."""
+        """Score the library: every row (the default), or the rows ``text`` and ``filters`` select (what the
+        library shows); rows that failed to load are left out. The job's name says which."""
         library = self.session.library
         if library is None:
             self.notifier.info("Open a folder first")
@@ -408,7 +431,8 @@ class ScoreController(QObject):
         if self._busy():
             return None
         holder, flt, catalog, root = self.holder, dict(filters or {}), library.catalog, library.root
-        job = self.runner.submit("Scoring the library",
+        what = "Scoring the rows shown" if text or flt else "Scoring the whole library"
+        job = self.runner.submit(what,
                                  lambda rep: score_library_task(holder, catalog, text, flt, rep, root),
                                  on_result=self._library_done, on_cancelled=self._library_done,
                                  start=False)
@@ -441,6 +465,11 @@ class ScoreController(QObject):
 
     def _library_done(self, outcomes: list[ScoreOutcome] | None) -> None:
         outcomes = outcomes or []
+        # The open trajectory's timeline and overlay show its new score at once (no reopening).
+        mine = next((o.result for o in outcomes if o.key == self.session.key and o.result is not None), None)
+        traj = self.session.trajectory
+        if mine is not None and traj is not None and len(mine.step_scores) in (0, traj.n_steps):
+            self.session.set_scores(mine)
         failed = [o for o in outcomes if o.error is not None]
         text = f"Scored {len(outcomes) - len(failed):,} trajectories"
         if failed:

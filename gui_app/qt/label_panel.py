@@ -1,21 +1,34 @@
 """The label panel: label the open trajectory while its video plays, all from the keyboard.
 
-Keys (while the panel has focus; text fields keep their own typing):
+Keys (:data:`LABEL_KEYS`; in the app they work wherever focus is, except inside a text field, through
+:class:`gui_app.qt.keyboard.LabelKeys`; the bare panel takes them while it has focus):
     digits   toggle the taxonomy label with that key hint (two-digit hints: group digit, then label digit)
     s f u    set the verdict to success / failure / unsure;  v cycles it
     r        mark the current step (``session.step``) as the root cause (again: clear it)
     c        mark the current step as affected by the root cause (cascading; again: clear it)
     Enter    save (time spent) and ask for the next queue item (:attr:`LabelPanel.next_requested`)
-    Ctrl+Z   undo;  Ctrl+Shift+Z / Ctrl+Y redo;  Esc clears a half-typed key hint
+    Ctrl+Z   undo (after Enter too: the item just left reopens);  Ctrl+Shift+Z / Ctrl+Y redo
+    Esc      clears a half-typed key hint
+    In a text field: Esc leaves it, Ctrl+Enter saves and opens the next item.
 
 Every change goes straight to the annotation store (one transaction each, audited), so the panel has no unsaved
 state except text being typed, which is written when typing pauses (:data:`TEXT_SAVE_MS`) or focus leaves.
-Undo/redo is a ``QUndoStack`` of store operations (each undo is itself a stored, audited change).
+Merely viewing a trajectory writes nothing: its record is created by the first label, so a reviewer never meets an
+empty record of someone who only looked. Undo/redo is a ``QUndoStack`` of store operations (each undo is itself a
+stored, audited change) that outlives moving to the next item.
+
+Keys typed after Enter, while the next item is still opening, wait for it (type-ahead) instead of landing on the item
+just left.
 
 In the app the writes run through the one door to threads, in order (a :class:`~gui_app.qt.workers.JobQueue`):
 another process holding the store's write lock makes a write wait, never the window. The change shows at once
 (the record shown is updated as the write is queued, so the next key press sees it), "saving…" until it has
 landed, and "NOT SAVED" with the reason if it fails. Without a queue (tests of the bare panel) writes run at once.
+
+Read-only: when the label store cannot be reached (a team's PostgreSQL server that is down, restarting or cut off,
+at opening or in the middle of labelling) the panel says so, stops taking changes and shows no stale record, while
+the video, the timeline and the library go on working. Every :data:`LabelPanel.RETRY_MS` it asks the store again
+(through the write queue, never in the GUI thread); once it answers, labelling resumes by itself.
 """
 
 from __future__ import annotations
@@ -48,7 +61,8 @@ from gui_app.core import taxonomy as taxonomy_mod
 from gui_app.core.annotation import VERDICTS, Annotation, Cascade
 from gui_app.core.errors import RollscopeError
 from gui_app.core.identity import ref_of
-from gui_app.core.store import AnnotationStore
+from gui_app.core.library import Library
+from gui_app.core.store import AnnotationStore, StoreUnavailable
 from gui_app.core.taxonomy import Taxonomy
 from gui_app.core.trajectory import Trajectory
 from gui_app.qt.session import Session
@@ -58,7 +72,20 @@ TEXT_SAVE_MS = 600  # typing pause after which a text field is written
 KEY_BUFFER_MS = 1500  # a half-typed two-digit key hint is forgotten after this
 VERDICT_KEYS = {Qt.Key.Key_S: "success", Qt.Key.Key_F: "failure", Qt.Key.Key_U: "unsure"}
 PANEL_KEYS = ("0-9", "S", "F", "U", "V", "R", "C", "Return", "Enter", "Ctrl+Z", "Ctrl+Shift+Z", "Ctrl+Y", "Esc")
-TEXT_FIELDS = ("evidence", "correction_guidance", "notes")
+TYPEAHEAD_MS = 10_000  # keys typed after Enter wait this long for the next item, then are dropped (and said so)
+# (keys, name, what they do) for the "?" dialog: the label panel's keys, which are not QActions.
+LABEL_KEYS: tuple[tuple[str, str, str], ...] = (
+    ("S, F, U", "Verdict", "Set the verdict: success, failure, unsure (works wherever focus is, except in a text "
+                           "field)"),
+    ("V", "Cycle the verdict", "Success → failure → unsure"),
+    ("0-9", "Taxonomy label", "Toggle the label with that key hint (two digits: group, then label)"),
+    ("R", "Root cause", "Mark the current step as the root cause (again: clear it)"),
+    ("C", "Cascading step", "Mark the current step as affected by the root cause (again: clear it)"),
+    ("Enter", "Save & next", "Save and open the next item (the queue's next unlabelled one, else the next row)"),
+    ("Ctrl+Z, Ctrl+Shift+Z", "Undo / redo", "Undo or redo a label change; after Enter, undo reopens the item left"),
+    ("Esc", "Leave a text field", "In a text field: leave it (keys label again); else clear a half-typed key hint"),
+    ("Ctrl+Enter", "Save & next from a text field", "In the label panel's text fields: save and open the next item"),
+)
 
 
 @dataclass(frozen=True)
@@ -95,19 +122,28 @@ class _Edit:
             rec.step_comments.pop(self.step, None)
 
 
-class _StoreCommand(QUndoCommand):
-    """One undoable store write: redo writes ``new``, undo writes ``old``."""
+_TIME_SPENT = _Edit("field", "time_spent")
 
-    def __init__(self, panel: LabelPanel, text: str, edit: _Edit, old: Any, new: Any):
+
+class _StoreCommand(QUndoCommand):
+    """One undoable store write: redo writes ``new``, undo writes ``old``, to the trajectory it was made on.
+
+    A command remembers its trajectory (id and catalog key): the stack outlives moving to the next item, so Ctrl+Z
+    after Enter (save & next) undoes the last change of the item just left, and the panel reopens that item so the
+    annotator sees what changed.
+    """
+
+    def __init__(self, panel: LabelPanel, text: str, edit: _Edit, old: Any, new: Any, tid: str, key: str | None):
         super().__init__(text)
         self._panel, self._edit, self._old, self._new = panel, edit, old, new
+        self.tid, self.key = tid, key
 
     def redo(self) -> None:
-        if not self._panel._apply(self._edit, self._new):
+        if not self._panel._apply(self._edit, self._new, self.tid, self.key):
             self.setObsolete(True)  # the write failed at once: nothing to undo
 
     def undo(self) -> None:
-        self._panel._apply(self._edit, self._old)
+        self._panel._apply(self._edit, self._old, self.tid, self.key)
 
 
 class LabelPanel(QWidget):
@@ -126,12 +162,23 @@ class LabelPanel(QWidget):
         next_requested(): Enter was pressed: the record is saved; open the next queue item.
         saved(str): a change reached the store (the trajectory id).
         save_failed(str): a change did not reach the store (the reason); the panel shows it too.
+        open_requested(str): undo/redo changed a trajectory no longer shown: open this catalog key to show it.
+        waiting_changed(bool): keys now wait for the next item (after Enter) / no longer do.
+        store_recovered(): a library's store that could not be opened has been opened (the views re-read it).
+
+    Attributes:
+        read_only: why labels cannot be written now (the store is out of reach), or None.
     """
 
     marks_changed = Signal(object)  # dict[int, str]; Signal(dict) would need string keys
     next_requested = Signal()
     saved = Signal(str)
     save_failed = Signal(str)
+    open_requested = Signal(str)
+    waiting_changed = Signal(bool)
+    store_recovered = Signal()
+
+    RETRY_MS = 5000  # while read-only: how often the store is asked whether it answers again
 
     def __init__(self, session: Session, store: AnnotationStore | None = None, taxonomy: Taxonomy | None = None,
                  annotator: str | None = None, parent: QWidget | None = None, writes: JobQueue | None = None):
@@ -151,12 +198,19 @@ class LabelPanel(QWidget):
         self._opened_at: float | None = None
         self._refreshing = False
         self._tid: str | None = None  # the trajectory shown (writes go here, even while the session moves on)
+        self._key: str | None = None  # its catalog key (undo reopens it from there)
+        self._touched = False  # something was labelled on the trajectory shown (so it has a record to add time to)
+        self._waiting = False  # Enter asked for the next item, which has not opened yet
+        self._typeahead: list[tuple[int, Qt.KeyboardModifier, str]] = []  # keys typed meanwhile
         self._comment_step = -1  # the step whose comment the comment field holds
+        self.read_only: str | None = None
+        self._library: Library | None = None
+        self._probing = False
         self._build()
         session.trajectory_changed.connect(self._on_trajectory)
         session.step_changed.connect(self._on_step)
         # The library's store, whenever the session opens another library (the panel never asks anyone else).
-        session.library_changed.connect(lambda lib: self.set_store(lib.store if lib is not None else None))
+        session.library_changed.connect(self._on_library)
         self._on_trajectory(session.trajectory)
 
     # --- construction -------------------------------------------------------------------------
@@ -167,10 +221,12 @@ class LabelPanel(QWidget):
         self.title.setWordWrap(True)
         self.state_label = QLabel("")
         self.state_label.setObjectName("autosave_state")
-        top = QHBoxLayout()
-        top.addWidget(self.title, 1)
+        top = QHBoxLayout()  # the keyboard's mode badge (set_mode_widget), then whether the last change is saved
+        top.addStretch(1)
         top.addWidget(self.state_label)
+        self._top = top
         lay.addLayout(top)
+        lay.addWidget(self.title)
 
         row = QHBoxLayout()
         self.verdict_group = QButtonGroup(self)
@@ -248,7 +304,7 @@ class LabelPanel(QWidget):
         self.undo_button = QPushButton("Undo")
         self.redo_button = QPushButton("Redo")
         self.next_button = QPushButton("Save && next (Enter)")
-        for b, fn in ((self.undo_button, self.undo), (self.redo_button, self.undo_stack.redo),
+        for b, fn in ((self.undo_button, self.undo), (self.redo_button, self.redo),
                       (self.next_button, self.finish)):
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.clicked.connect(fn)
@@ -267,6 +323,13 @@ class LabelPanel(QWidget):
         self._key_timer.setSingleShot(True)
         self._key_timer.setInterval(KEY_BUFFER_MS)
         self._key_timer.timeout.connect(self._clear_keys)
+        self._wait_timer = QTimer(self)
+        self._wait_timer.setSingleShot(True)
+        self._wait_timer.setInterval(TYPEAHEAD_MS)
+        self._wait_timer.timeout.connect(lambda: self.stop_waiting("the next item did not open"))
+        self._retry_timer = QTimer(self)
+        self._retry_timer.setSingleShot(True)
+        self._retry_timer.timeout.connect(self._probe)
         self._fill_tree()
         self._fill_modules()
 
@@ -310,12 +373,89 @@ class LabelPanel(QWidget):
             self.error_combo.addItem(lab.name, lab.code)
 
     # --- configuration ------------------------------------------------------------------------
-    def set_store(self, store: AnnotationStore | None) -> None:
-        """Label into ``store`` (the open library's, given by the session)."""
-        self.commit_texts()
+    def set_store(self, store: AnnotationStore | None, unavailable: str | None = None) -> None:
+        """Label into ``store`` (the open library's, given by the session); ``unavailable``: why there is none
+        (the panel is read-only and tries again)."""
+        if self.read_only is None:
+            self.commit_texts()
         self.store = store
         self.undo_stack.clear()
+        if unavailable is not None:
+            self._enter_read_only(unavailable)
+        else:
+            self._leave_read_only()
         self._reload()
+
+    def set_mode_widget(self, widget: QWidget) -> None:
+        """Show ``widget`` (the keyboard's labelling-mode badge) at the top right of the panel."""
+        self._top.insertWidget(0, widget)
+
+    def _on_library(self, library: Library | None) -> None:
+        self._library = library
+        if library is None:
+            self.set_store(None)
+        else:
+            self.set_store(library.store, None if library.store is not None else library.store_error)
+
+    # --- read-only while the store is out of reach ----------------------------------------------
+    def _enter_read_only(self, reason: str) -> None:
+        self.read_only = reason
+        self._set_state("readonly", reason)
+        self.record = None  # what the store holds cannot be read: show nothing rather than something stale
+        self._show_record()
+        if not self._probing:
+            self._retry_timer.start(self.RETRY_MS)
+
+    def _leave_read_only(self) -> None:
+        self._retry_timer.stop()
+        if self.read_only is not None:
+            self.read_only = None
+            self._set_state("idle")
+
+    def _probe(self) -> None:
+        """Ask the store whether it answers again (reopen it when the library could not open it), off the GUI
+        thread when there is a write queue."""
+        if self.read_only is None or self._probing:
+            return
+        store, library = self.store, self._library
+        if store is None and (library is None or library.store_error is None):
+            return  # no store was ever asked for: nothing to come back
+
+        def probe() -> AnnotationStore:
+            if store is not None:
+                store.ping()
+                return store
+            assert library is not None
+            return library.reopen_store()
+
+        self._probing = True
+        if self._writes is None:
+            try:
+                got = probe()
+            except RollscopeError as exc:
+                self._probe_failed(exc)
+            else:
+                self._recovered(got)
+            return
+        self._writes.submit("Checking the label store", probe, on_result=self._recovered,
+                            on_error=self._probe_failed)
+
+    def _probe_failed(self, exc: BaseException) -> None:
+        self._probing = False
+        if self.read_only is not None:
+            self._enter_read_only(str(exc))
+
+    def _recovered(self, store: AnnotationStore) -> None:
+        self._probing = False
+        if self.read_only is None:
+            return
+        reopened = self.store is None
+        self.store = store
+        self._leave_read_only()
+        self._set_state("writable")
+        self._reload()
+        if reopened:
+            self.store_recovered.emit()
 
     def set_taxonomy(self, taxonomy: Taxonomy) -> None:
         self.taxonomy = taxonomy
@@ -339,13 +479,25 @@ class LabelPanel(QWidget):
         """Writes queued and not yet landed in the store."""
         return self._pending
 
-    def _apply(self, edit: _Edit, value: Any) -> bool:
-        """Write ``value`` through ``edit`` for the trajectory shown. Returns False when it failed at once (no
-        store, no trajectory, or a synchronous write that raised); a queued write reports later."""
-        store, tid, who = self.store, self.trajectory_id, self.annotator
+    def _apply(self, edit: _Edit, value: Any, tid: str | None = None, key: str | None = None) -> bool:
+        """Write ``value`` through ``edit`` for trajectory ``tid`` (default: the one shown). Returns False when it
+        failed at once (no store, no trajectory, or a synchronous write that raised); a queued write reports later.
+
+        A write for a trajectory no longer shown (an undo after Enter) asks for it to be opened again (``key``), so
+        the change is never made out of sight."""
+        store, who = self.store, self.annotator
+        tid = self.trajectory_id if tid is None else tid
+        if self.read_only is not None:
+            self._set_state("readonly", self.read_only)
+            return False
         if store is None or tid is None:
             self._set_state("error", "no annotation store open" if store is None else "no trajectory open")
             return False
+        shown = tid == self.trajectory_id
+        if shown and edit != _TIME_SPENT:
+            self._touched = True
+        if not shown and key:
+            self.open_requested.emit(key)
         if self._writes is None:
             try:
                 edit.write(store, tid, who, value)
@@ -354,7 +506,7 @@ class LabelPanel(QWidget):
                 return False
             self._saved(tid)
             return True
-        if self.record is not None:
+        if shown and self.record is not None:
             edit.show(self.record, value)
             self._show_record()
         self._pending += 1
@@ -386,7 +538,9 @@ class LabelPanel(QWidget):
             reason = f"label of {tid}: {reason}"
         self._set_state("error", reason)
         self.save_failed.emit(reason)
-        if tid == self.trajectory_id:
+        if isinstance(exc, StoreUnavailable):
+            self._enter_read_only(str(exc))  # the change did not land and the next would not either
+        elif tid == self.trajectory_id:
             self._reload()  # show what the store holds, not the change that did not land
 
     def _set_state(self, state: str, reason: str = "") -> None:
@@ -403,17 +557,27 @@ class LabelPanel(QWidget):
         elif state == "error":
             self.state_label.setText(f"✗ NOT SAVED: {reason}")
             self.state_label.setStyleSheet("color: #c62828; font-weight: bold")
+        elif state == "readonly":
+            self.state_label.setText("READ-ONLY: the label store cannot be reached; trying again")
+            self.state_label.setStyleSheet("color: #c62828; font-weight: bold")
+        elif state == "writable":
+            self.state_label.setText(f"✓ label store back {time.strftime('%H:%M:%S')}")
+            self.state_label.setStyleSheet("color: #2e7d32")
         else:
             self.state_label.setText("")
             self.state_label.setStyleSheet("")
         self.state_label.setToolTip(reason)
 
     def _push(self, text: str, edit: _Edit, old: Any, new: Any) -> None:
-        if old == new or self.store is None or self.trajectory_id is None:
-            if self.store is None or self.trajectory_id is None:
+        if self.read_only is not None:
+            self._set_state("readonly", self.read_only)
+            return
+        tid = self.trajectory_id
+        if old == new or self.store is None or tid is None:
+            if self.store is None or tid is None:
                 self._set_state("error", "no annotation store open" if self.store is None else "no trajectory open")
             return
-        self.undo_stack.push(_StoreCommand(self, text, edit, old, new))
+        self.undo_stack.push(_StoreCommand(self, f"{text} ({tid})", edit, old, new, tid, self._key))
 
     def _set_scalar(self, field: str, value: Any) -> None:
         old = getattr(self.record, field) if self.record is not None else None
@@ -431,6 +595,9 @@ class LabelPanel(QWidget):
 
     def toggle_label(self, label_id: str) -> None:
         """Add or remove a label (``taxonomy:code``)."""
+        if self.read_only is not None:
+            self._set_state("readonly", self.read_only)
+            return
         if self.store is None or self.trajectory_id is None:
             self._set_state("error", "no annotation store open" if self.store is None else "no trajectory open")
             return
@@ -483,21 +650,56 @@ class LabelPanel(QWidget):
 
     def finish(self) -> None:
         """Save everything (text, time spent) and ask for the next item once it has landed (or failed, which the
-        panel shows): the next item never opens on an unsaved label."""
+        panel shows): the next item never opens on an unsaved label. Keys typed until it opens wait for it.
+
+        The time spent is bookkeeping: its write is queued after the labels' but the next item does not wait for
+        it (a failure would still be shown, naming the trajectory)."""
         self.commit_texts()
+        labels_pending = self._pending
         self._add_time_spent()
-        if self._pending:
+        self.start_waiting()
+        if labels_pending:
             self._next_when_saved = True
         else:
             self.next_requested.emit()
 
     def _add_time_spent(self) -> None:
+        """Add the time spent on the trajectory shown to its record, when it has one: time alone never creates a
+        record (viewing is not labelling)."""
         if self._opened_at is None or self.store is None or self.trajectory_id is None or self.record is None:
+            return
+        if not (self._touched or self.record.version > 0):
             return
         spent = time.monotonic() - self._opened_at
         self._opened_at = time.monotonic()
         total = (self.record.time_spent or 0.0) + spent
-        self._apply(_Edit("field", "time_spent"), round(total, 3))  # bookkeeping: not undoable
+        self._apply(_TIME_SPENT, round(total, 3))  # bookkeeping: not undoable
+
+    # --- type-ahead -------------------------------------------------------------------------------
+    @property
+    def waiting(self) -> bool:
+        """Whether keys wait for the next item (Enter was pressed and it has not opened yet)."""
+        return self._waiting
+
+    def start_waiting(self) -> None:
+        """Hold the label keys typed from now until another trajectory opens (after Enter, or while a queue opens
+        its first item), then replay them on it."""
+        self._typeahead.clear()
+        self._wait_timer.start()
+        if not self._waiting:
+            self._waiting = True
+            self.waiting_changed.emit(True)
+
+    def stop_waiting(self, reason: str = "") -> None:
+        """Stop holding keys: no next item is coming (end of the queue, a load failed). Held keys are dropped and
+        the panel says so."""
+        self._wait_timer.stop()
+        dropped, self._typeahead = len(self._typeahead), []
+        if dropped:
+            self._set_state("error", f"{dropped} key(s) not applied: {reason or 'no next item'}")
+        if self._waiting:
+            self._waiting = False
+            self.waiting_changed.emit(False)
 
     # --- reactions ------------------------------------------------------------------------------
     def _on_trajectory(self, traj: Trajectory | None) -> None:
@@ -507,7 +709,8 @@ class LabelPanel(QWidget):
             self.commit_texts()
             self._add_time_spent()
         self._tid = None if traj is None else ref_of(traj)  # the library key: unique, unlike a format's id
-        self.undo_stack.clear()
+        self._key = None if traj is None else self.session.key
+        self._touched = False
         self._clear_keys()
         self._opened_at = time.monotonic() if traj is not None else None
         self.record = None
@@ -516,8 +719,32 @@ class LabelPanel(QWidget):
         self.agent_combo.clear()
         self.agent_combo.addItem("")
         self.agent_combo.addItems(agents)
-        self._set_state("idle")
+        if self.read_only is None:
+            self._set_state("idle")
+        else:
+            self._set_state("readonly", self.read_only)
         self._reload()
+        if self._waiting:
+            if traj is None:
+                self.stop_waiting("the next item did not open")
+            else:
+                # After the session has placed its playhead (it opens the trajectory first, then moves to step 0):
+                # `r` held meanwhile marks the step on screen. Keys typed until then queue behind the held ones.
+                QTimer.singleShot(0, lambda tid=self._tid: self._replay(tid))
+
+    def _replay(self, tid: str) -> None:
+        """Apply the keys held while trajectory ``tid`` was opening, in order, now that it is shown."""
+        if not self._waiting or tid != self.trajectory_id:
+            return
+        held, self._typeahead = self._typeahead, []
+        self._wait_timer.stop()
+        self._waiting = False
+        self.waiting_changed.emit(False)
+        for i, (key, mods, text) in enumerate(held):
+            if self._waiting:  # a held Enter moved on again: the rest waits for the item after
+                self._typeahead.extend(held[i:])
+                break
+            self.handle_key(QKeyEvent(QEvent.Type.KeyPress, key, mods, text))
 
     def _on_step(self, step: int) -> None:
         self._commit_comment_for(self._comment_step)
@@ -570,9 +797,11 @@ class LabelPanel(QWidget):
         """Show the stored record (the store is the truth; the widgets only mirror it)."""
         tid = self.trajectory_id
         self.record = None
-        if tid is not None and self.store is not None:
+        if tid is not None and self.store is not None and self.read_only is None:
             try:
                 self.record = self.store.get(tid, self.annotator) or Annotation(tid, self.annotator)
+            except StoreUnavailable as exc:
+                self._enter_read_only(str(exc))
             except RollscopeError as exc:
                 self._set_state("error", str(exc))
         self._show_record()
@@ -580,7 +809,7 @@ class LabelPanel(QWidget):
     def _show_record(self) -> None:
         """Mirror :attr:`record` in the widgets."""
         rec = self.record
-        enabled = rec is not None
+        enabled = rec is not None and self.read_only is None
         for w in (self.tree, self.module_combo, self.error_combo, self.comment_edit, self.confidence,
                   self.agent_combo, *self.verdict_buttons.values(), *self.texts.values(), self.next_button):
             w.setEnabled(enabled)
@@ -639,9 +868,15 @@ class LabelPanel(QWidget):
         chord = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.MetaModifier
         if mods & chord:
             return False
+        if key == Qt.Key.Key_Escape:
+            return self.wants_escape()
         return (Qt.Key.Key_0 <= key <= Qt.Key.Key_9 or key in VERDICT_KEYS or
-                key in (Qt.Key.Key_V, Qt.Key.Key_R, Qt.Key.Key_C, Qt.Key.Key_Return, Qt.Key.Key_Enter,
-                        Qt.Key.Key_Escape))
+                key in (Qt.Key.Key_V, Qt.Key.Key_R, Qt.Key.Key_C, Qt.Key.Key_Return, Qt.Key.Key_Enter))
+
+    def wants_escape(self) -> bool:
+        """Whether Esc means something to the panel now (a half-typed key hint, keys held for the next item);
+        otherwise it is left to the window (cancel background work)."""
+        return bool(self._keys) or self._waiting
 
     def event(self, event: QEvent) -> bool:  # noqa: D401 -- Qt override
         # Claim our keys before window-wide shortcuts (the window's own shortcuts) see them.
@@ -655,12 +890,20 @@ class LabelPanel(QWidget):
             super().keyPressEvent(event)
 
     def handle_key(self, event: QKeyEvent) -> bool:
-        """Act on one of the panel's keys; returns whether it was used."""
+        """Act on one of the panel's keys; returns whether it was used. While the next item is opening (after
+        Enter), label keys are held for it."""
         key = event.key()
+        if self._waiting and not (event.matches(QKeySequence.StandardKey.Undo) or
+                                  event.matches(QKeySequence.StandardKey.Redo)):
+            if key == Qt.Key.Key_Escape:
+                self.stop_waiting("cancelled with Esc")
+            else:
+                self._typeahead.append((key, event.modifiers(), event.text()))
+            return True
         if event.matches(QKeySequence.StandardKey.Undo):
             self.undo()
         elif event.matches(QKeySequence.StandardKey.Redo):
-            self.undo_stack.redo()
+            self.redo()
         elif Qt.Key.Key_0 <= key <= Qt.Key.Key_9:
             self.type_key_digit(chr(int(key)))
         elif key in VERDICT_KEYS:
@@ -699,10 +942,19 @@ class LabelPanel(QWidget):
             self.keys_label.setText(f"no label has key {self._keys}")
             self._keys = ""
 
+    def redo(self) -> None:
+        self.undo_stack.redo()
+
     def make_actions(self, parent: QObject) -> list[QAction]:
-        """Undo/redo as actions for a window's Edit menu (they act on this panel's stack)."""
-        undo = self.undo_stack.createUndoAction(parent, "Undo label change")
+        """Undo/redo as window actions (they act on this panel's stack; undo writes pending typing first)."""
+        undo = QAction("Undo label change", parent)
         undo.setShortcut(QKeySequence.StandardKey.Undo)
-        redo = self.undo_stack.createRedoAction(parent, "Redo label change")
-        redo.setShortcut(QKeySequence.StandardKey.Redo)
+        undo.triggered.connect(self.undo)
+        redo = QAction("Redo label change", parent)
+        redo.setShortcuts(QKeySequence.keyBindings(QKeySequence.StandardKey.Redo))
+        redo.triggered.connect(self.redo)
+        self.undo_stack.canUndoChanged.connect(undo.setEnabled)
+        self.undo_stack.canRedoChanged.connect(redo.setEnabled)
+        undo.setEnabled(self.undo_stack.canUndo())
+        redo.setEnabled(self.undo_stack.canRedo())
         return [undo, redo]

@@ -24,12 +24,13 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QSizePolicy,
+                               QTableView, QVBoxLayout, QWidget)
 
 from gui_app.core.catalog import Catalog, CatalogRow
 from gui_app.core.errors import RollscopeError
 from gui_app.core.library import LabelStatusFn, Library, label_ordered, store_label_status
+from gui_app.core.queue import model_verdict
 from gui_app.qt.session import Session
 from gui_app.qt.workers import Runner
 
@@ -44,7 +45,9 @@ COLUMNS: tuple[tuple[str, str | None, str], ...] = (
     ("Steps", "n_steps", "Number of agent steps"),
     ("Duration", "duration", "Length of the run (recording, else last step)"),
     ("Env outcome", "success", "Success as recorded by the environment or the data set"),
-    ("p(success)", "p_success", "The reward model's latest probability of success"),
+    ("p(success)", "p_success", "The reward model's latest probability of success and its verdict at its own threshold "
+                                "(✓ success, ✗ failure; ⚠ it disagrees with the environment's outcome; 'unknown' "
+                                "when the model cannot judge the run)"),
     ("Label", "label", "Annotation status from the label store (sorts unlabelled, labelled once, several "
                        "annotators, adjudicated)"),
 )
@@ -58,6 +61,8 @@ KeyRole = Qt.ItemDataRole.UserRole + 2  # the key (what formats.load accepts)
 _ERROR_BRUSH = QBrush(QColor(180, 40, 40))
 _FAIL_BRUSH = QBrush(QColor(170, 60, 60))
 _OK_BRUSH = QBrush(QColor(30, 130, 60))
+_DISAGREE_BRUSH = QBrush(QColor(200, 110, 0))
+_UNKNOWN_BRUSH = QBrush(QColor(130, 130, 130))
 
 
 def format_duration(seconds: float | None) -> str:
@@ -65,6 +70,33 @@ def format_duration(seconds: float | None) -> str:
         return ""
     s = int(round(seconds))
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def format_model(row: CatalogRow) -> str:
+    """p(success) with the model's verdict (✓/✗), a ⚠ when it contradicts the environment, or ``unknown``."""
+    if row.p_success is None and row.model_success is None and not row.model_unknown:
+        return ""
+    if row.model_unknown:
+        return "unknown"
+    p = "?" if row.p_success is None else f"{row.p_success:.2f}"
+    verdict = model_verdict(row)
+    mark = "" if verdict is None else (" ✓" if verdict else " ✗")
+    warn = "⚠ " if verdict is not None and row.success is not None and verdict != row.success else ""
+    return f"{warn}{p}{mark}"
+
+
+def model_tooltip(row: CatalogRow) -> str:
+    if row.model_unknown:
+        return "The reward model cannot judge this run (unlike its training data, or no instruction)"
+    verdict = model_verdict(row)
+    if verdict is None:
+        return "The model's verdict is unknown (scored before thresholds were stored)"
+    t = "?" if row.threshold is None else f"{row.threshold:.2f}"
+    p = "?" if row.p_success is None else f"{row.p_success:.2f}"
+    text = f"Model: {'success' if verdict else 'failure'} (p(success) {p}, threshold {t})"
+    if row.success is not None and verdict != row.success:
+        text += f"; the environment says {'success' if row.success else 'failure'}: they disagree"
+    return text
 
 
 def format_outcome(row: CatalogRow) -> str:
@@ -338,12 +370,20 @@ class LibraryModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if row.error:
                 return row.error
+            if col == COL_P and (row.p_success is not None or row.model_unknown):
+                return model_tooltip(row)
             return row.instruction if col == COL_INSTRUCTION else row.key
         if role == Qt.ItemDataRole.ForegroundRole:
             if row.error:
                 return _ERROR_BRUSH
             if col == COL_OUTCOME and row.success is not None:
                 return _OK_BRUSH if row.success else _FAIL_BRUSH
+            if col == COL_P:
+                if row.model_unknown:
+                    return _UNKNOWN_BRUSH
+                verdict = model_verdict(row)
+                if verdict is not None and row.success is not None and verdict != row.success:
+                    return _DISAGREE_BRUSH
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_STEPS, COL_DURATION, COL_P):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
@@ -363,7 +403,7 @@ class LibraryModel(QAbstractTableModel):
         if col == COL_OUTCOME:
             return format_outcome(row)
         if col == COL_P:
-            return "" if row.p_success is None else f"{row.p_success:.2f}"
+            return format_model(row)
         if col == COL_LABEL:
             return self._labels.get(row.key, "")
         return ""
@@ -415,10 +455,20 @@ def _read_query(catalog: Catalog, label_status: LabelStatusFn | None, text: str,
     return count, page, labels, None, tracked_row, None
 
 
+def header_width(table: QTableView, text: str) -> int:
+    """The width a header section needs to show ``text`` whole, with room for the sort arrow and padding
+    (narrower sections clip it: "Duratior", "nv outcom")."""
+    header = table.horizontalHeader()
+    return header.fontMetrics().horizontalAdvance(text) + 34
+
+
 # Filter combos: (label, filter key, [(choice text, value)]); value None = no filter.
-_OUTCOME_CHOICES = [("Any outcome", None), ("Success", True), ("Failure", False), ("Unknown", "unknown")]
-_SCORED_CHOICES = [("Scored or not", None), ("Scored", True), ("Not scored", False)]
-_ERROR_CHOICES = [("Loads or not", None), ("Load errors", True), ("Loads fine", False)]
+# The first choice of each (no filter) names the filter, short enough that four fit the dock unclipped.
+_OUTCOME_CHOICES = [("Outcome", None), ("Success", True), ("Failure", False), ("Unknown", "unknown")]
+_SCORED_CHOICES = [("Scored?", None), ("Scored", True), ("Not scored", False)]
+_ERROR_CHOICES = [("Errors?", None), ("Load errors", True), ("Loads fine", False)]
+_FILTER_TIPS = ("Only this format", "Only this environment outcome", "Scored by the reward model or not",
+                "Only rows that failed to load, or only those that load")
 
 
 class LibraryView(QWidget):
@@ -457,20 +507,27 @@ class LibraryView(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        for col, width in ((COL_INSTRUCTION, 190), (COL_TASK, 100), (COL_FORMAT, 70), (COL_STEPS, 44), (COL_DURATION, 56), (COL_OUTCOME, 74),
-                           (COL_P, 64), (COL_LABEL, 80)):
-            self.table.setColumnWidth(col, width)
+        for col, width in ((COL_INSTRUCTION, 190), (COL_TASK, 100), (COL_FORMAT, 70), (COL_STEPS, 44),
+                           (COL_DURATION, 56), (COL_OUTCOME, 74), (COL_P, 74), (COL_LABEL, 80)):
+            self.table.setColumnWidth(col, max(width, header_width(self.table, COLUMNS[col][0])))
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(COL_INSTRUCTION, Qt.SortOrder.AscendingOrder)
 
         filters = QHBoxLayout()
-        for w in (self.format_filter, self.outcome_filter, self.scored_filter, self.error_filter):
+        for w, tip in zip((self.format_filter, self.outcome_filter, self.scored_filter, self.error_filter),
+                          _FILTER_TIPS, strict=True):
+            # As wide as their text when there is room, narrower (clipped) rather than forcing the window wider
+            # than a small screen: a minimum width set overrides the combo box's text-wide minimum.
+            w.setMinimumWidth(64)
+            w.setToolTip(tip)
             filters.addWidget(w)
         filters.addStretch(1)
-        filters.addWidget(self.count_label)
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.count_label)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        layout.addWidget(self.search)
+        layout.addLayout(top)
         layout.addLayout(filters)
         layout.addWidget(self.table)
 
@@ -518,7 +575,7 @@ class LibraryView(QWidget):
         current = self.format_filter.currentData()
         self.format_filter.blockSignals(True)
         self.format_filter.clear()
-        self.format_filter.addItem("Any format", None)
+        self.format_filter.addItem("Format", None)
         catalog = self.model.catalog
         try:
             formats = catalog.formats() if catalog is not None else []

@@ -5,9 +5,12 @@ No I/O, decoding or inference happens here: scanning, loading and scoring are th
 notifier (:mod:`gui_app.qt.notify`). The shortcuts come from the table in :mod:`gui_app.qt.actions`; the handlers
 named there are the small methods below.
 
-Layout: the video in the centre; the library dock on the left with the labelling queue below it (shown once a
-queue is picked); the label panel on the right with review/adjudication below it (Ctrl+Shift+A); the timeline and
-the step table side by side at the bottom. :meth:`MainWindow.add_panel` docks any further panel.
+Layout: the video in the centre with the transport bar under it (and, when comparing, the compared run beside it);
+the library dock on the left with the labelling queue below it (shown once a queue is picked); the label panel on
+the right with review/adjudication below it (Ctrl+Shift+A); the timeline and the step table side by side at the
+bottom. The default arrangement, View → Reset layout and keeping docks on screen are :mod:`gui_app.qt.layout`'s;
+:meth:`MainWindow.add_panel` docks any further panel. Label keys reach the label panel wherever focus is
+(:mod:`gui_app.qt.keyboard`), with the keyboard's mode shown in the status bar and atop the label panel.
 """
 
 from __future__ import annotations
@@ -15,15 +18,21 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, Qt
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeyEvent
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QShowEvent
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QWidget
 
 from gui_app.core.catalog import ScanReport
 from gui_app.core.prefetch import SOURCE_OPTIONS
-from gui_app.core.settings import Settings, SettingsStore, config_dir
+from gui_app.core.settings import Settings, SettingsStore
+from gui_app.core.store_postgresql import redact
+from gui_app.core.video import FrameSource
 from gui_app.qt import actions as action_table
+from gui_app.qt import layout
+from gui_app.qt.compare import CompareController, ComparePane, ViewerArea
 from gui_app.qt.controllers import LibraryScanner, ScoreController, TrajectoryLoader
+from gui_app.qt.export_dialog import ExportController
+from gui_app.qt.keyboard import LabelKeys, LabelModeIndicator
 from gui_app.qt.label_panel import LabelPanel
 from gui_app.qt.library_view import LibraryModel, LibraryView
 from gui_app.qt.notify import JobProgressView, NotificationView, Notifier
@@ -33,12 +42,10 @@ from gui_app.qt.review_view import ReviewView
 from gui_app.qt.session import Session
 from gui_app.qt.step_table import StepTable
 from gui_app.qt.timeline_view import TimelineView
+from gui_app.qt.transport import TransportBar
 from gui_app.qt.video_view import VideoView
 from gui_app.qt.workers import Job, JobQueue, Runner
 
-_AREAS = {"left": Qt.DockWidgetArea.LeftDockWidgetArea, "right": Qt.DockWidgetArea.RightDockWidgetArea,
-          "bottom": Qt.DockWidgetArea.BottomDockWidgetArea, "top": Qt.DockWidgetArea.TopDockWidgetArea}
-WINDOW_STATE_VERSION = 2  # bump when the dock layout changes, so an old saved layout is ignored
 
 
 class MainWindow(QMainWindow):
@@ -68,15 +75,22 @@ class MainWindow(QMainWindow):
         self.notifications = NotificationView(self.notifier, self)
         self.runner = Runner(notify=self.notifier.error, parent=self)
         # Label writes, in order and off the GUI thread: another process holding the store's lock never freezes
-        # the window (the label panel and the review write through it).
-        self.writes = JobQueue(self.runner, self)
+        # the window (the label panel and the review write through it). They have a thread of their own: behind
+        # the loads and decodes of the shared pool, Enter (which waits for the label to land) took ~20 ms longer.
+        self.write_runner = Runner(notify=self.notifier.error, max_threads=1, parent=self)
+        self.writes = JobQueue(self.write_runner, self)
         self.scanner = LibraryScanner(self.runner, self.session, self.notifier, self)
         self.loader = TrajectoryLoader(self.runner, self.session, self.notifier, SOURCE_OPTIONS, self)
         self.scorer = ScoreController(self.runner, self.session, self.notifier, self)
+        self.exporter = ExportController(self.runner, self.session, self.notifier, self)
+        self.comparison = CompareController(self.runner, self.session, self.notifier, SOURCE_OPTIONS, self)
+        self.session.closer = self.comparison.session.closer = self._close_source
+        self.scanner.store_location = self.settings.label_store or None
         self._pending_select: str | None = None  # key to open once the scan of a single trajectory ends
         self._scan_ended = False
         self.docks: dict[str, QDockWidget] = {}
         self._build_views()
+        self.label_keys = LabelKeys(self, self.label_panel, self.docks["labels"], home=self.library.table)
         self._build_status_bar()
         self.action_map = action_table.build_actions(self, self)
         self._build_menus()
@@ -93,7 +107,9 @@ class MainWindow(QMainWindow):
 
     def _build_views(self) -> None:
         self.video = VideoView(self.session)
-        self.setCentralWidget(self.video)
+        self.compare_pane = ComparePane(self.comparison)
+        self.transport = TransportBar(self.session)
+        self.setCentralWidget(ViewerArea(self.video, self.compare_pane, self.transport, self))
         self.library = LibraryView(LibraryModel(parent=self, runner=self.runner), self)
         self.library.follow(self.session)
         self.add_panel("library", self.library, "left", title="Library")
@@ -101,33 +117,35 @@ class MainWindow(QMainWindow):
         self.add_panel("timeline", self.timeline, "bottom", title="Timeline")
         self.step_table = StepTable(self.session)
         self.add_panel("steps", self.step_table, "bottom", title="Steps")
-        # Steps beside the timeline, not above it: the video keeps the height.
-        self.splitDockWidget(self.docks["timeline"], self.docks["steps"], Qt.Orientation.Horizontal)
         self.playback = Playback(self.session, self.video, self)
         self.label_panel = LabelPanel(self.session, annotator=self.settings.annotator or None, writes=self.writes)
-        self.add_panel("labels", self.label_panel, "right", title="Labels")
+        self.add_panel("labels", layout.scrollable(self.label_panel), "right", title="Labels")
         self.addActions(self.label_panel.make_actions(self))  # Ctrl+Z / Ctrl+Shift+Z act on label changes
         self.queue = QueueController(self.runner, self.notifier, self.label_panel.annotator, self,
                                      library=self.library.model)
         self.queue.follow(self.session)
         self.queue_view = QueueView(self.queue)
         self.add_panel("queue", self.queue_view, "left", title="Queue")
-        self.splitDockWidget(self.docks["library"], self.docks["queue"], Qt.Orientation.Vertical)
         self.review = ReviewView(None, self.label_panel.taxonomy, adjudicator=self.label_panel.annotator,
                                  runner=self.runner, writes=self.writes)
-        self.add_panel("review", self.review, "right", title="Review")
-        self.splitDockWidget(self.docks["labels"], self.docks["review"], Qt.Orientation.Vertical)
+        self.add_panel("review", layout.scrollable(self.review), "right", title="Review")
+        for first, second, orientation in layout.SPLITS:
+            self.splitDockWidget(self.docks[first], self.docks[second], orientation)
 
     def add_panel(self, name: str, widget: QWidget, area: str = "right", title: str | None = None) -> QDockWidget:
-        """Dock ``widget`` as panel ``name`` in ``area`` (left, right, bottom, top); its state is saved."""
+        """Dock ``widget`` as panel ``name`` in ``area`` (left, right, bottom, top); its state is saved, and a
+        floated dock is kept inside the screen."""
         dock = QDockWidget(title or name.capitalize(), self)
         dock.setObjectName(f"dock_{name}")
         dock.setWidget(widget)
-        self.addDockWidget(_AREAS[area], dock)
+        dock.topLevelChanged.connect(lambda floating, d=dock: layout.keep_dock_on_screen(d) if floating else None)
+        self.addDockWidget(layout.AREAS[area], dock)
         self.docks[name] = dock
         return dock
 
     def _build_status_bar(self) -> None:
+        self.mode_indicator = LabelModeIndicator(self.label_keys, self)
+        self.statusBar().addPermanentWidget(self.mode_indicator)
         self.progress = JobProgressView(self)
         self.statusBar().addPermanentWidget(self.progress)
         self.speed_label = QLabel(self)
@@ -162,7 +180,11 @@ class MainWindow(QMainWindow):
         self.session.library_changed.connect(lambda _lib: self._update_title())
         self.session.message.connect(self.notifier.info)
         self.label_panel.next_requested.connect(self.save_and_next)
+        self.label_panel.open_requested.connect(self.open_key)
+        self.label_panel.set_mode_widget(LabelModeIndicator(self.label_keys))
         self.label_panel.save_failed.connect(self.notifier.error)
+        # A team server that was out of reach answers again: every view re-reads the library's store.
+        self.label_panel.store_recovered.connect(self.session.announce_library)
         self.label_panel.saved.connect(self.library.model.refresh_labels)
         self.label_panel.saved.connect(self.queue.on_saved)
         self.label_panel.saved.connect(self.review.on_saved)
@@ -173,10 +195,11 @@ class MainWindow(QMainWindow):
         self.review.error.connect(self.notifier.error)
         self.label_panel.marks_changed.connect(self.step_table.set_step_marks)
         self.label_panel.marks_changed.connect(self.timeline.set_step_marks)
-        for name, action in (("labels", "toggle_labels"), ("library", "toggle_library"), ("queue", "toggle_queue"),
-                             ("review", "toggle_review")):
+        self.label_panel.marks_changed.connect(self.transport.set_step_marks)
+        self.compare_pane.active_changed.connect(self.action_map["compare"].setChecked)
+        for name, action in action_table.DOCK_ACTIONS.items():
             dock, act = self.docks[name], self.action_map[action]
-            dock.visibilityChanged.connect(lambda _v, d=dock, a=act: a.setChecked(d.isVisible()))
+            dock.visibilityChanged.connect(lambda _v, d=dock, a=act: a.setChecked(not d.isHidden()))
 
     def _apply_settings(self) -> None:
         s = self.settings
@@ -184,50 +207,33 @@ class MainWindow(QMainWindow):
         self.session.set_overlay(s.overlay)
         self.action_map["toggle_overlay"].setChecked(s.overlay)
         self.action_map["toggle_labels"].setChecked(s.label_dock)
-        self.action_map["toggle_library"].setChecked(True)
+        for name in ("library", "timeline", "steps"):
+            self.action_map[action_table.DOCK_ACTIONS[name]].setChecked(True)
         self._on_speed(self.session.speed)
 
     # -- window state (QSettings: geometry and dock layout only) --------------------------------------------
 
-    @staticmethod
-    def window_settings() -> QSettings:
-        return QSettings(str(config_dir() / "window.ini"), QSettings.Format.IniFormat)
-
     def _restore_window_state(self) -> None:
-        qs = self.window_settings()
-        geometry, state = qs.value("geometry"), qs.value("state")
-        if not (isinstance(geometry, QByteArray) and not geometry.isEmpty() and self.restoreGeometry(geometry)):
-            self.resize(1400, 860)
-        self._default_dock_sizes()
-        self.docks["queue"].hide()  # until a queue is picked
-        self.docks["review"].hide()  # until asked for (Ctrl+Shift+A)
-        if isinstance(state, QByteArray):
-            self.restoreState(state, WINDOW_STATE_VERSION)
+        layout.restore_state(self, self.docks)
         self.docks["labels"].setVisible(self.settings.label_dock)
 
-    def _default_dock_sizes(self) -> None:
-        """First-run proportions (a saved layout, restored next, overrides them)."""
-        d = self.docks
-        self.resizeDocks([d["library"], d["labels"]], [440, 330], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["timeline"], d["steps"]], [220, 220], Qt.Orientation.Vertical)
-        self.resizeDocks([d["timeline"], d["steps"]], [760, 540], Qt.Orientation.Horizontal)
-
-    def _save_window_state(self) -> None:
-        qs = self.window_settings()
-        qs.setValue("geometry", self.saveGeometry())
-        qs.setValue("state", self.saveState(WINDOW_STATE_VERSION))
-        qs.sync()
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        layout.keep_on_screen(self, self.docks)  # the screen is known once shown: a saved layout may not fit it
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.session.set_playing(False)
+        self.session.closer = self.comparison.session.closer = FrameSource.close  # no worker will run after this
         self.settings = replace(self.settings, playback_speed=self.session.speed, overlay=self.session.overlay)
         if not self.settings_store.save(self.settings):
             for w in self.settings_store.warnings[-1:]:
                 self.notifier.warning(w)
-        self._save_window_state()
+        layout.save_state(self)
         self.loader.clear()
+        self.comparison.close()
         self._release_library()
         self.writes.flush()  # the last labels land before the store closes (no event loop will start them)
+        self.write_runner.shutdown()
         self.runner.shutdown()
         self.session.set_trajectory(None)
         super().closeEvent(event)
@@ -254,7 +260,7 @@ class MainWindow(QMainWindow):
 
     def _release_library(self) -> None:
         """Let go of the open library: views let go at once, its files close once the work using them has ended."""
-        self.scanner.release(also_wait_for=[self.scorer.job, self.queue.job, self.writes])
+        self.scanner.release(also_wait_for=[self.scorer.job, self.queue.job, self.exporter.job, self.writes])
 
     def _on_scanned(self, _report: ScanReport) -> None:
         self._scan_ended = True
@@ -286,6 +292,11 @@ class MainWindow(QMainWindow):
         if job.show_progress:
             self.progress.track(job)
 
+    def _close_source(self, source: FrameSource) -> None:
+        """Close a frame source let go of in a worker (it joins a thread): the next item opens without waiting."""
+        self.runner.submit(f"Closing {source.path}", lambda _rep: source.close(), report_errors=False,
+                           show_progress=False)
+
     def _update_title(self) -> None:
         traj, library = self.session.trajectory, self.session.library
         root = library.root if library is not None else None
@@ -294,13 +305,6 @@ class MainWindow(QMainWindow):
 
     def _on_speed(self, speed: float) -> None:
         self.speed_label.setText(f"{speed:g}×")
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        # Keys no focused widget used (the video, the timeline have focus) reach the label panel while it is
-        # shown, so labelling works while the video plays without clicking into the panel first.
-        if self.docks["labels"].isVisible() and self.label_panel.handles(event) and self.label_panel.handle_key(event):
-            return
-        super().keyPressEvent(event)
 
     # -- drag and drop ----------------------------------------------------------------------------------------
 
@@ -338,6 +342,23 @@ class MainWindow(QMainWindow):
                                         text=self.settings.annotator)
         if ok and name.strip():
             self.set_annotator(name.strip())
+
+    def ask_label_store(self) -> None:
+        name, ok = QInputDialog.getText(self, "Label store",
+                                        "A team's server (postgresql://USER@HOST:PORT/DB), or empty for each "
+                                        "library's own file:", text=self.settings.label_store)
+        if ok:
+            self.set_label_store(name.strip())
+
+    def set_label_store(self, location: str) -> None:
+        """Label into ``location`` from now on (saved in the settings); the open library opens again with it."""
+        self.settings = replace(self.settings, label_store=location)
+        self.settings_store.save(self.settings)
+        self.scanner.store_location = location or None
+        self.notifier.info(f"Labels now go to {redact(location) if location else 'each library’s own file'}")
+        library = self.session.library
+        if library is not None:
+            self.open_path(library.root)
 
     def set_annotator(self, name: str) -> None:
         self.settings = replace(self.settings, annotator=name)
@@ -387,18 +408,27 @@ class MainWindow(QMainWindow):
             self.notifier.info("Start of the library")
 
     def save_and_next(self) -> None:
-        """Enter in the label panel (it has saved): the next unlabelled queue item, else the next library row."""
+        """Enter in the label panel (it has saved): the next unlabelled queue item, else the next library row.
+        When nothing opens (end of the queue or the library), keys typed meanwhile are not held any longer."""
+        before = (self.session.key, self.loader.wanted)
         if not self.queue.advance():
             self.next_trajectory()
+        if self.label_panel.waiting and (self.session.key, self.loader.wanted) == before:
+            self.label_panel.stop_waiting("there is no next item")
 
     def queue_failures(self) -> None:
-        self.queue.build("failures")
+        self.start_queue("failures")
 
     def queue_disagreement(self) -> None:
-        self.queue.build("disagreement")
+        self.start_queue("disagreement")
 
     def queue_uncertain(self) -> None:
-        self.queue.build("uncertain")
+        self.start_queue("uncertain")
+
+    def start_queue(self, order: str) -> None:
+        """Build and start a labelling queue; the label panel is shown, since the queue is there to be labelled."""
+        self.set_label_dock_visible(True)
+        self.queue.build(order)
 
     def queue_off(self) -> None:
         self.queue.select(None)
@@ -416,6 +446,32 @@ class MainWindow(QMainWindow):
     def set_review_dock_visible(self, visible: bool) -> None:
         self.docks["review"].setVisible(visible)
 
+    def set_timeline_dock_visible(self, visible: bool) -> None:
+        self.docks["timeline"].setVisible(visible)
+
+    def set_steps_dock_visible(self, visible: bool) -> None:
+        self.docks["steps"].setVisible(visible)
+
+    def reset_layout(self) -> None:
+        layout.reset_layout(self, self.docks)
+        self.docks["labels"].setVisible(True)
+        self.settings = replace(self.settings, label_dock=True)
+        self.notifier.info("Layout reset: every panel is back in its place")
+
+    def set_compare(self, on: bool) -> None:
+        """View → Compare side by side: pick a run of the library to show beside the open one (off: stop)."""
+        if not on:
+            self.comparison.close()
+        elif not self.comparison.active:
+            self.compare_pane.pick(self)
+
+    def compare_with(self, key: str) -> None:
+        """Show ``key`` beside the open run, synchronised by step."""
+        self.comparison.open(key)
+
+    def export_dialog(self) -> None:
+        self.exporter.ask(self)
+
     def focus_search(self) -> None:
         self.docks["library"].show()
         self.library.focus_search()
@@ -424,11 +480,16 @@ class MainWindow(QMainWindow):
         self.scorer.score_current()
 
     def score_library(self) -> None:
+        self.scorer.score_library()
+
+    def score_shown(self) -> None:
         self.scorer.score_library(self.library.model.text, self.library.model.filters)
 
     def set_overlay(self, on: bool) -> None:
         self.session.set_overlay(on)
         self.settings = replace(self.settings, overlay=bool(on))
+        if on and self.video.overlay_text.startswith("No pruning mask"):
+            self.notifier.info(self.video.overlay_text)  # O before scoring says why nothing is drawn
 
     def set_label_dock_visible(self, visible: bool) -> None:
         self.docks["labels"].setVisible(visible)

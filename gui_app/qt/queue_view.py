@@ -18,8 +18,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QSizePolicy,
+                               QVBoxLayout, QWidget)
 
 from gui_app.core.catalog import Catalog
 from gui_app.core.errors import RollscopeError
@@ -85,6 +85,8 @@ class QueueController(QObject):
         self.current_id: str | None = None  # the trajectory open in the viewer
         self.job: Job | None = None
         self._names: list[str] = []
+        self.open_queue = False  # the active queue is claimed item by item (a team's open queue)
+        self._claiming = False
 
     def follow(self, session: Session) -> None:
         """Work over whatever library ``session`` has open; the trajectory it shows is the current item."""
@@ -202,18 +204,19 @@ class QueueController(QObject):
         """Make queue ``name`` active (None: leave the queue; Enter follows the library order again) and open the
         annotator's first unlabelled item."""
         if name is None or self.store is None:
-            self.queue, self.items = None, []
+            self.queue, self.items, self.open_queue = None, [], False
             self.changed.emit()
             return
         self.queue = LabelQueue(self.store, name)
+        self.open_queue = self._is_open(name)
         self.refresh()
-        if not self.items:
+        if not self.items and not self.open_queue:
             self.notifier.info(f"Queue {name!r} has nothing for {self.annotator}")
         else:
             done, total = self.progress()
             self.notifier.info(f"Queue {name!r}: {done}/{total} labelled by {self.annotator}")
         self.started.emit(name)
-        if open_next and self.items:
+        if open_next and (self.items or self.open_queue):
             self.advance(from_start=True)
 
     def advance(self, from_start: bool = False) -> bool:
@@ -224,12 +227,50 @@ class QueueController(QObject):
         self.refresh()
         after = None if from_start else self.current_id
         nxt = next((it for it in self._rotated(after) if not it.done), None)
+        if nxt is None and self.open_queue:
+            self._claim()
+            return True
         if nxt is None:
             done, total = self.progress()
             self.notifier.info(f"Queue {self.queue.name!r} is done: {done}/{total} labelled")
             return True
         self._open(nxt)
         return True
+
+    def _is_open(self, name: str) -> bool:
+        """Whether queue ``name`` is open to claims (built without annotators, for a team)."""
+        try:
+            return any(q["name"] == name and q["spec"].get("open") for q in self.store.queues()) \
+                if self.store is not None else False
+        except RollscopeError as exc:
+            self.notifier.error(f"cannot read the labelling queues: {exc}")
+            return False
+
+    def _claim(self) -> None:
+        """Take the annotator's next item of the open queue in a worker (a write to a store that may be a team's
+        server, never in the GUI thread), then open it."""
+        if self.queue is None or self._claiming:
+            return  # Enter pressed again while a claim is on its way
+        queue, annotator = self.queue, self.annotator
+        self._claiming = True
+
+        def failed(_exc: BaseException) -> None:
+            self._claiming = False  # the runner tells the notifier why
+
+        self.runner.submit(f"Claiming the next item of {queue.name!r}", lambda _rep: queue.claim(annotator),
+                           on_result=lambda item: self._claimed(queue, item), on_error=failed, show_progress=False)
+
+    def _claimed(self, queue: LabelQueue, item: QueueItem | None) -> None:
+        self._claiming = False
+        if queue is not self.queue:
+            return  # another queue or library was picked meanwhile
+        if item is None:
+            done, total = self.progress()
+            self.notifier.info(f"Queue {queue.name!r} is done for {self.annotator}: every item has its annotators "
+                               f"({done}/{total} labelled by you)")
+            return
+        self.refresh()
+        self._open(item)
 
     def peek_next(self) -> str | None:
         """The key :meth:`advance` would open (to prefetch it), or None."""
@@ -281,6 +322,8 @@ class QueueView(QWidget):
             b = QPushButton(title.capitalize(), self)
             b.setToolTip(f"Build a queue of what the library shows, {title} (Ctrl+{n})")
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            b.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)  # never widens the window
+            b.setMinimumWidth(48)
             b.clicked.connect(lambda _c=False, o=order: controller.build(o))
             buttons.addWidget(b)
             self.build_buttons[order] = b

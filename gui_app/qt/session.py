@@ -10,6 +10,8 @@ step <-> frame mapping, which the reward model uses too), so they all agree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.library import Library
@@ -36,6 +38,13 @@ class Session(QObject):
         speed: playback speed factor, one of :data:`SPEEDS`.
         scores: the reward model's score of the trajectory (:class:`gui_app.core.score.Score`) or None.
         overlay: whether the pruning mask overlay is shown.
+        error: why the trajectory asked for last could not be opened (None: it opened). Nothing is open then:
+            the viewer shows the error, the label panel labels nothing.
+        notes: what the viewer should say about the trajectory shown (e.g. its recording could not be read and
+            the step screenshots are shown instead).
+        closer: how a frame source let go of is closed (default: at once). Closing joins the source's decoding
+            thread and releases its decoder (~15 ms, more under load), so the app hands it to a worker: opening
+            the next item from the keyboard should not wait on the previous one's clean-up.
     """
 
     library_changed = Signal(object)  # Library | None
@@ -47,6 +56,7 @@ class Session(QObject):
     scores_changed = Signal(object)  # Score | None
     overlay_changed = Signal(bool)
     message = Signal(str)  # status-bar / error text for the user
+    notes_changed = Signal()  # error or notes changed
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -60,6 +70,9 @@ class Session(QObject):
         self.speed = 1.0
         self.scores: Score | None = None
         self.overlay = False
+        self.error: str | None = None
+        self.notes: list[str] = []
+        self.closer: Callable[[FrameSource], None] = FrameSource.close
         self.timeline = Timeline(None, None)
 
     # --- library ----------------------------------------------------------------------------
@@ -70,25 +83,39 @@ class Session(QObject):
             self.library = library
             self.library_changed.emit(library)
 
+    def announce_library(self) -> None:
+        """Tell the views the open library again (its label store came back after it could not be reached)."""
+        if self.library is not None:
+            self.library_changed.emit(self.library)
+
     # --- trajectory -------------------------------------------------------------------------
     def set_trajectory(self, traj: Trajectory | None, source: FrameSource | None = None, *, key: str | None = None,
-                       scores: Score | None = None) -> None:
-        """Open ``traj`` (its catalog ``key``, its frame ``source``: None for text-only, its stored ``scores``).
-        Closes the previous source."""
+                       scores: Score | None = None, notes: list[str] | None = None) -> None:
+        """Open ``traj`` (its catalog ``key``, its frame ``source``: None for text-only, its stored ``scores``, the
+        ``notes`` the viewer shows about it). Closes the previous source and clears any load error."""
         if self.source is not None and self.source is not source:
-            self.source.close()
+            self.closer(self.source)
         self.set_playing(False)
         self.key = key if traj is not None else None
         self.trajectory, self.source, self.scores = traj, source, scores
         self.timeline = Timeline(traj, source)
         self.step = -1
         self.frame = -1
+        self.error, self.notes = None, list(notes or [])
+        self.notes_changed.emit()
         self.trajectory_changed.emit(traj)
         self.scores_changed.emit(scores)
         if traj is not None and traj.steps:
             self.set_step(0)
         elif source is not None and source.frame_count:
             self.set_frame(0)
+
+    def set_failed(self, key: str, error: str) -> None:
+        """``key`` was asked for and could not be opened: nothing is open (so nothing can be labelled by mistake)
+        and :attr:`error` says why."""
+        self.set_trajectory(None)
+        self.error = f"{key}: {error}" if key not in error else error
+        self.notes_changed.emit()
 
     def frame_of_step(self, step: int) -> int:
         """The frame shown for ``step`` (its first frame)."""

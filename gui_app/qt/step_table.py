@@ -1,7 +1,7 @@
 """The step table: one row per step of the open trajectory, synced both ways with ``Session.step``.
 
-Columns: label mark, index, start time, action type, action, model score (first-deviation probability) and
-thought. The model holds no state of its own beyond the label marks; it reads the session's trajectory and
+Columns: label mark, index, start time, action type, action, model score (first-deviation probability; the step the
+model predicts as the first deviation is highlighted) and thought. The model holds no state of its own beyond the label marks; it reads the session's trajectory and
 scores, so it never disagrees with the other views.
 """
 
@@ -21,6 +21,8 @@ COLUMNS = ("label", "#", "time", "type", "action", "p(dev)", "thought")
 COL_MARK, COL_INDEX, COL_TIME, COL_TYPE, COL_ACTION, COL_SCORE, COL_THOUGHT = range(len(COLUMNS))
 _ELIDE_AT = 200  # characters of a thought shown in the cell; the tooltip has all of it
 _MARK_BRUSH = QBrush(QColor(255, 214, 102))
+MARK_TEXT = {"root_cause": "● root cause", "cascade": "↳ cascade", "comment": "✎ comment"}  # the label column
+_FIRST_DEV_BRUSH = QBrush(QColor(255, 120, 70, 150))
 _UNSURE_BRUSH = QBrush(QColor(255, 190, 170))  # a start time the alignment is unsure of: check it on the video
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -54,6 +56,7 @@ class StepTableModel(QAbstractTableModel):
         self._steps: list[Step] = []
         self._marks: dict[int, str] = {}
         self._scores: list[float] = []
+        self._first_dev: int | None = None
         session.trajectory_changed.connect(self._on_trajectory)
         session.scores_changed.connect(self._on_scores)
         self._on_trajectory(session.trajectory)
@@ -68,6 +71,7 @@ class StepTableModel(QAbstractTableModel):
 
     def _on_scores(self, scores: Score | None) -> None:
         self._scores = [float(v) for v in scores.step_scores] if scores is not None else []
+        self._first_dev = scores.first_error_step if scores is not None and not scores.unknown else None
         if self._steps:
             self.dataChanged.emit(self.index(0, COL_SCORE), self.index(len(self._steps) - 1, COL_SCORE))
 
@@ -102,6 +106,8 @@ class StepTableModel(QAbstractTableModel):
                 return step.action or None
             if col == COL_MARK:
                 return self._marks.get(step.index)
+            if col == COL_SCORE and step.index == self._first_dev:
+                return "The reward model predicts the run first deviates at this step"
             if col == COL_TIME and step.align_method:
                 conf = "" if step.align_confidence is None else f", confidence {step.align_confidence:.2f}"
                 unsure = "; low confidence: check this step against the video" if _unsure(step) else ""
@@ -109,6 +115,8 @@ class StepTableModel(QAbstractTableModel):
             return None
         if role == Qt.ItemDataRole.BackgroundRole and col == COL_MARK and step.index in self._marks:
             return _MARK_BRUSH
+        if role == Qt.ItemDataRole.BackgroundRole and col == COL_SCORE and step.index == self._first_dev:
+            return _FIRST_DEV_BRUSH
         if role == Qt.ItemDataRole.BackgroundRole and col == COL_TIME and _unsure(step):
             return _UNSURE_BRUSH
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_INDEX, COL_TIME, COL_SCORE):
@@ -117,7 +125,8 @@ class StepTableModel(QAbstractTableModel):
 
     def _display(self, step: Step, col: int) -> str:
         if col == COL_MARK:
-            return self._marks.get(step.index, "")
+            kind = self._marks.get(step.index, "")
+            return MARK_TEXT.get(kind, kind)
         if col == COL_INDEX:
             return str(step.index)
         if col == COL_TIME:
@@ -128,7 +137,8 @@ class StepTableModel(QAbstractTableModel):
             return _one_line(step.action)
         if col == COL_SCORE:
             i = step.index
-            return f"{self._scores[i]:.2f}" if 0 <= i < len(self._scores) else ""
+            text = f"{self._scores[i]:.2f}" if 0 <= i < len(self._scores) else ""
+            return f"▶ {text}" if i == self._first_dev else text
         return _one_line(step.thought)
 
 
@@ -156,9 +166,9 @@ class StepTable(QTableView):
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         header = self.horizontalHeader()
         header.setStretchLastSection(True)
-        for col, width in ((COL_MARK, 70), (COL_INDEX, 40), (COL_TIME, 60), (COL_TYPE, 80), (COL_ACTION, 260),
-                           (COL_SCORE, 55)):
-            self.setColumnWidth(col, width)
+        for col, width in ((COL_MARK, 96), (COL_INDEX, 40), (COL_TIME, 60), (COL_TYPE, 80), (COL_ACTION, 260),
+                           (COL_SCORE, 64)):
+            self.setColumnWidth(col, max(width, header.fontMetrics().horizontalAdvance(COLUMNS[col]) + 24))
         self.selectionModel().currentRowChanged.connect(self._on_current_row)
         session.step_changed.connect(self._on_step)
         session.trajectory_changed.connect(lambda _t: self._on_step(session.step))

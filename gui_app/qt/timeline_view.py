@@ -5,10 +5,17 @@ x is video time in seconds (step index when the trajectory has no frames); y is 
 * step boundaries: one curve of vertical segments (``connect='pairs'``): thousands of steps cost one item;
 * the current step: a shaded region;
 * the playhead: a movable ``InfiniteLine``; dragging it seeks (``Session.set_time``), clicking the plot seeks;
-* the model's first-deviation probability per step, drawn as a step curve over each step's span, and
-  ``p_success`` as a horizontal line with its value;
+* the model's first-deviation probability per step, drawn as a step curve over each step's span;
+* ``p_success`` as a horizontal line coloured by the model's verdict, and the model's own decision threshold as a
+  second line, so "0.64" reads as "above the threshold: the model says success";
+* the predicted first deviating step (``Score.first_error_step``) as a labelled vertical marker;
 * tokens kept per keyframe (fraction of the token grid the pruning kept), at the keyframe's step;
 * marks for labelled steps (:meth:`TimelineView.set_step_marks`), with the label as tooltip.
+
+Above the plot, one line (:func:`score_summary`) says the verdict in words next to p_success, whether it contradicts
+the environment's outcome (a ⚠ marker), where the first deviation is predicted, and "unknown" when the model says it
+cannot judge the run (then p_success is drawn grey and dotted: it must not read as a confident 0.00); a legend names
+every curve and marker. Hovering the plot shows the step under the pointer with its values.
 
 The wheel zooms x only; curves use ``setDownsampling(auto=True)`` and ``setClipToView(True)``.
 """
@@ -21,7 +28,7 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.GraphicsScene.mouseEvents import MouseClickEvent
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtWidgets import QLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QVBoxLayout, QWidget
 
 from gui_app.core.score import Score
 from gui_app.core.trajectory import Trajectory
@@ -34,7 +41,60 @@ _SCORE_PEN = pg.mkPen((230, 90, 60), width=2)
 _SCORE_BRUSH = pg.mkBrush(230, 90, 60, 60)
 _TOKENS_PEN = pg.mkPen((70, 170, 230), width=1.5)
 _PLAYHEAD_PEN = pg.mkPen((255, 210, 0), width=2)
-_P_SUCCESS_PEN = pg.mkPen((90, 200, 110), width=1.5, style=Qt.PenStyle.DashLine)
+# p(success) is drawn in the colour of the model's verdict: success green, failure red, unknown grey.
+VERDICT_COLOURS = {"success": (90, 200, 110), "failure": (240, 96, 96), "unknown": (150, 150, 160)}
+_THRESHOLD_PEN = pg.mkPen((220, 220, 230, 200), width=1, style=Qt.PenStyle.DotLine)
+_FIRST_DEV_PEN = pg.mkPen((255, 120, 70), width=2, style=Qt.PenStyle.DashLine)
+_MARK_COLOUR = (255, 214, 102)
+# The legend: (swatch HTML, name); the swatches' colours are the pens'.
+LEGEND: tuple[tuple[str, str], ...] = (
+    ("<span style='color:#e65a3c'>&#9632;</span>", "p(first deviation) per step"),
+    ("<span style='color:#46aae6'>&#9679;</span>", "tokens kept"),
+    ("<span style='color:#5ac86e'>&#9472;&#9472;</span>", "p(success), verdict colour"),
+    ("<span style='color:#bbbbbb'>&#8943;&#8943;</span>", "model threshold"),
+    ("<span style='color:#ff7846'>&#9478;</span>", "predicted first deviation"),
+    ("<span style='color:#ffd666'>&#9660;</span>", "labelled step"),
+    ("<span style='color:#ffd200'>&#9474;</span>", "playhead"),
+)
+
+
+def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, str]:
+    """The score in words, as rich text and its plain tooltip: the verdict next to p_success and the threshold,
+    a ⚠ when the model and the environment disagree, the predicted first deviation, "unknown" when the model
+    cannot judge the run."""
+    env = "unknown" if env_success is None else ("success" if env_success else "failure")
+    if score is None:
+        return ("<span style='color:#999'>Not scored · Ctrl+R scores this run with the reward model</span> · "
+                f"environment: <b>{env}</b>", "The reward model has not scored this trajectory yet")
+    p = "?" if score.p_success is None else f"{score.p_success:.2f}"
+    t = "?" if score.threshold is None else f"{score.threshold:.2f}"
+    verdict = score.verdict_text
+    colour = "#%02x%02x%02x" % VERDICT_COLOURS[verdict]
+    if verdict == "unknown":
+        why = "; ".join(score.warnings) if score.warnings else (
+            f"unlike the training data (ood {score.ood:.2f})" if score.ood is not None else "no verdict")
+        head = (f"Model: <b style='color:{colour}'>UNKNOWN</b> <span style='color:#999'>(p(success) {p} is not a "
+                f"verdict: {why})</span>")
+        tip = f"The reward model cannot judge this run: {why}. Its p(success) {p} is not a confident answer."
+    else:
+        rel = "≥" if verdict == "success" else "<"
+        html_rel = "&ge;" if verdict == "success" else "&lt;"  # a bare "<" would open a tag in rich text
+        head = (f"Model: <b style='color:{colour}'>{verdict.upper()}</b> p(success) <b>{p}</b> {html_rel} "
+                f"threshold {t}")
+        tip = f"The reward model calls this run a {verdict}: p(success) {p} {rel} its threshold {t}."
+    parts = [head, f"environment: <b>{env}</b>"]
+    if score.disagrees_with(env_success):
+        parts.append("<b style='color:#ffab40'>⚠ model and environment disagree</b>")
+        tip += f" The environment says {env}: they disagree."
+    if score.first_error_step is not None and not score.unknown:
+        parts.append(f"first deviation predicted at <b>step {score.first_error_step}</b>")
+    if score.ood is not None and not score.unknown:  # measured, and within what the model knows
+        parts.append(f"<span style='color:#999'>ood {score.ood:.2f}</span>")
+        tip += f" Out-of-distribution measure: {score.ood:.2f}."
+    if score.warnings and not score.unknown:
+        parts.append(f"<span style='color:#ffab40'>{len(score.warnings)} warning(s)</span>")
+        tip += " Warnings: " + "; ".join(score.warnings)
+    return " · ".join(parts), tip
 
 
 class TimelineView(QWidget):
@@ -51,12 +111,25 @@ class TimelineView(QWidget):
         self._bounds = np.zeros(0)  # (n_steps + 1,) x of each step start, then the end
         self._x_range: tuple[float, float] | None = None  # what the plot spans (None: nothing open)
         self._marks: dict[int, str] = {}
+        self._axis: tuple[str, str | None] = ("time", "s")  # the bottom axis' label and unit
+        self.summary = QLabel(self)
+        self.summary.setObjectName("score_summary")
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.legend = QLabel("  ".join(f"{sw} {name}" for sw, name in LEGEND), self)
+        self.legend.setObjectName("timeline_legend")
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.legend.setStyleSheet("color: #aaa; font-size: 8pt")
         self.plot_widget = pg.PlotWidget(background=(28, 28, 32))
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(4, 2, 0, 0)
+        layout.setSpacing(1)
         # No layout-imposed minimum: as a top-level window (tests, undocked) a changing axis width would
         # otherwise resize the window's size hints on every tick label change.
         layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.legend)
         layout.addWidget(self.plot_widget)
         plot = self.plot = self.plot_widget.getPlotItem()
         plot.setMenuEnabled(False)
@@ -78,12 +151,24 @@ class TimelineView(QWidget):
                                        name="p(first deviation)")
         self.tokens_curve = self._curve(pen=_TOKENS_PEN, symbol="o", symbolSize=5, symbolBrush=(70, 170, 230),
                                         name="tokens kept")
-        self.p_success_line = pg.InfiniteLine(angle=0, movable=False, pen=_P_SUCCESS_PEN,
+        self.p_success_line = pg.InfiniteLine(angle=0, movable=False,
+                                              pen=pg.mkPen(VERDICT_COLOURS["success"], width=2),
                                               label="p(success) {value:.2f}",
-                                              labelOpts={"position": 0.02, "color": (90, 200, 110),
+                                              labelOpts={"position": 0.02, "color": VERDICT_COLOURS["success"],
                                                          "anchors": [(0, 1), (0, 1)]})
         plot.addItem(self.p_success_line)
-        self.marks = pg.ScatterPlotItem(symbol="t", size=11, brush=pg.mkBrush(255, 214, 102),
+        self.threshold_line = pg.InfiniteLine(angle=0, movable=False, pen=_THRESHOLD_PEN,
+                                              label="threshold {value:.2f}",
+                                              labelOpts={"position": 0.98, "color": (200, 200, 210),
+                                                         "anchors": [(1, 1), (1, 1)]})
+        plot.addItem(self.threshold_line)
+        self.first_dev_line = pg.InfiniteLine(angle=90, movable=False, pen=_FIRST_DEV_PEN,
+                                              label="first deviation?", labelOpts={"position": 0.9,
+                                                                                   "color": (255, 150, 110),
+                                                                                   "anchors": [(0, 0.5), (0, 0.5)]})
+        self.first_dev_line.setZValue(15)
+        plot.addItem(self.first_dev_line)
+        self.marks = pg.ScatterPlotItem(symbol="t", size=11, brush=pg.mkBrush(*_MARK_COLOUR),
                                         pen=pg.mkPen(None), hoverable=True,
                                         tip=lambda x, y, data: str(data))
         plot.addItem(self.marks)
@@ -93,6 +178,7 @@ class TimelineView(QWidget):
         plot.addItem(self.playhead)
         self.playhead.sigDragged.connect(self._on_playhead_dragged)
         self.plot_widget.scene().sigMouseClicked.connect(self._on_click)
+        self.plot_widget.scene().sigMouseMoved.connect(self._on_hover)
 
         session.trajectory_changed.connect(self._on_trajectory)
         session.frame_changed.connect(lambda _f: self._update_playhead())
@@ -165,7 +251,10 @@ class TimelineView(QWidget):
             self.vb.setLimits(xMin=x0, xMax=x1, yMin=Y_RANGE[0], yMax=Y_RANGE[1])
             self.vb.setXRange(x0, x1, padding=0)
             self.playhead.setBounds((x0, x1))
-        self.plot.setLabel("bottom", "time" if self.uses_time else "step", units="s" if self.uses_time else None)
+        axis = ("time", "s") if self.uses_time else ("step", None)
+        if axis != self._axis:  # relaying out the axis costs ~6 ms: only when it changes
+            self._axis = axis
+            self.plot.setLabel("bottom", axis[0], units=axis[1])
         self._on_scores(s.scores)
         self._on_step(s.step)
 
@@ -193,10 +282,69 @@ class TimelineView(QWidget):
             self.score_curve.setData([], [])
         p = scores.p_success if scores is not None else None
         self.p_success_line.setVisible(p is not None)
-        if p is not None:
+        if p is not None and scores is not None:
+            verdict = scores.verdict_text
+            colour = VERDICT_COLOURS[verdict]
+            dotted = Qt.PenStyle.DotLine if verdict == "unknown" else Qt.PenStyle.SolidLine
+            self.p_success_line.setPen(pg.mkPen(colour, width=2, style=dotted))
+            self.p_success_line.label.setColor(colour)
+            self.p_success_line.label.setFormat(f"p(success) {{value:.2f}} → {verdict}")
             self.p_success_line.setValue(float(p))
+        threshold = scores.threshold if scores is not None else None
+        self.threshold_line.setVisible(threshold is not None)
+        if threshold is not None:
+            self.threshold_line.setValue(float(threshold))
+        first = scores.first_error_step if scores is not None and not scores.unknown else None
+        shown = first is not None and 0 <= first < n
+        self.first_dev_line.setVisible(shown)
+        if shown:
+            assert first is not None
+            self.first_dev_line.setValue(float(self._bounds[first] + self._bounds[first + 1]) / 2)
+            self.first_dev_line.label.setFormat(f"first deviation? step {first}")
         xs, ys = self._tokens_points(scores)
         self.tokens_curve.setData(xs, ys)
+        self._update_summary()
+
+    def _update_summary(self) -> None:
+        traj = self.session.trajectory
+        env = traj.outcome.success if traj is not None else None
+        text, tip = score_summary(self.session.scores, env) if traj is not None else ("No trajectory open", "")
+        self.summary.setText(text)
+        self.summary.setToolTip(tip)
+
+    def step_at(self, x: float) -> int:
+        """The step whose span holds ``x`` (-1 outside every step)."""
+        n = self._bounds.size - 1
+        if n <= 0 or x < self._bounds[0] or x > self._bounds[-1]:
+            return -1
+        i = int(np.searchsorted(self._bounds, x, side="right")) - 1
+        return min(max(i, 0), n - 1)
+
+    def hover_text(self, x: float) -> str:
+        """What the tooltip says at ``x``: the step there, its time span and the model's values for it."""
+        step = self.step_at(x)
+        if step < 0:
+            return ""
+        lines = [f"step {step}" + (f": {self._marks[step]}" if step in self._marks else "")]
+        if self.uses_time:
+            lines.append(f"{self._bounds[step]:.2f}–{self._bounds[step + 1]:.2f} s")
+        score = self.session.scores
+        if score is not None:
+            if 0 <= step < len(score.step_scores):
+                lines.append(f"p(first deviation) {score.step_scores[step]:.2f}")
+            if score.first_error_step == step and not score.unknown:
+                lines.append("predicted first deviation")
+            kept = [float(np.asarray(m).mean()) for m, s in zip(score.masks, score.keyframe_steps) if s == step]
+            if kept:
+                lines.append("tokens kept " + ", ".join(f"{k:.0%}" for k in kept))
+        lines.append("click to go there")
+        return "\n".join(lines)
+
+    def _on_hover(self, pos: QPointF) -> None:
+        if self._x_range is None or not self.vb.sceneBoundingRect().contains(pos):
+            self.plot_widget.setToolTip("")
+            return
+        self.plot_widget.setToolTip(self.hover_text(self.vb.mapSceneToView(pos).x()))
 
     def _tokens_points(self, scores: Score | None) -> tuple[np.ndarray, np.ndarray]:
         """x (the keyframe's place in its step span) and kept fraction of each keyframe's mask."""

@@ -8,6 +8,12 @@ starts pinned when a trajectory opens, the frames ahead of the playhead) is the 
 
 Painting is one ``drawPixmap`` through a frame -> widget transform (zoom and pan), the mask overlay as a tiny
 token-grid image scaled with nearest-neighbour sampling, and the action marker in widget pixels.
+
+The pruning mask belongs to one frame: the reward model sees the frame on screen at each step's *end* (the core's
+:meth:`~gui_app.core.timeline.Timeline.end_frames`), so the overlay draws a mask only over the frame it was computed
+on, and otherwise says which frame has one. A run that could not be opened shows its error here (nothing of the
+previous run stays on screen), and what the viewer should know about the frames (the session's notes, e.g. a
+recording that could not be read, replaced by the step screenshots) shows as a banner over them.
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ _BACKGROUND = QColor(30, 30, 34)
 _MARKER = QColor(255, 60, 60)
 _MARKER_RIGHT = QColor(255, 170, 0)
 _LABEL_BG = QColor(20, 20, 20, 210)
+_ERROR_BG = QColor(120, 30, 30, 235)
+_NOTE_BG = QColor(120, 90, 10, 225)
 _DROPPED = QColor(0, 0, 0, 170).rgba()  # dimmed tokens
 _KEPT = QColor(80, 200, 255, 45).rgba()  # kept tokens: a faint tint
 _POINT_ACTIONS = ("click", "double_click", "right_click", "move", "drag", "scroll", "select", "type")
@@ -90,6 +98,7 @@ class VideoView(QWidget):
         self._overlay: QImage | None = None
         self._overlay_key: tuple[int, int] | None = None  # (id(scores), keyframe)
         self._overlay_text = ""
+        self._kf_frames: list[int] = []  # the frame each keyframe of the score was taken from
         self._poll = QTimer(self)
         self._poll.setInterval(POLL_MS)
         self._poll.timeout.connect(self._poll_pending)
@@ -112,6 +121,7 @@ class VideoView(QWidget):
         session.scores_changed.connect(self._on_scores)
         session.overlay_changed.connect(lambda _on: self._refresh_overlay())
         session.playing_changed.connect(self._on_playing)
+        session.notes_changed.connect(self.update)
         if session.source is not None:
             self._on_trajectory(session.trajectory)
             self._on_frame(session.frame)
@@ -197,6 +207,7 @@ class VideoView(QWidget):
         self._pin_timer.stop()
         self._pixmap, self._pixmap_index, self._emitted_index, self._wanted = None, -1, -1, -1
         self._overlay, self._overlay_key = None, None
+        self._kf_frames = self._keyframe_frames()
         self._zoom, self._center = 1.0, None
         self._plan = FramePlan(self.session.source, self.session.step_frames, self.session.step, self.pin_bytes)
         if self.session.source is not None and self.session.step_frames:
@@ -208,6 +219,8 @@ class VideoView(QWidget):
     def _on_frame(self, frame: int) -> None:
         src = self.session.source
         self._wanted = frame
+        if self.session.overlay:
+            self._refresh_overlay()
         if src is None or frame < 0:
             self._poll.stop()
             return
@@ -235,7 +248,22 @@ class VideoView(QWidget):
 
     def _on_scores(self, _scores: Score | None) -> None:
         self._overlay, self._overlay_key = None, None
+        self._kf_frames = self._keyframe_frames()
         self._refresh_overlay()
+
+    def _keyframe_frames(self) -> list[int]:
+        """The frame of each keyframe of the session's score (the frame on screen at its step's end)."""
+        scores = self.session.scores
+        if scores is None or not scores.keyframe_steps or self.session.source is None:
+            return []
+        n = self.session.trajectory.n_steps if self.session.trajectory is not None else 0
+        steps = [int(k) for k in scores.keyframe_steps]
+        if any(not 0 <= k < n for k in steps):
+            return []  # a score of another version of this run: its keyframes do not fit
+        try:
+            return self.session.timeline.end_frames(steps)
+        except (ValueError, IndexError):
+            return []
 
     def _on_playing(self, _playing: bool) -> None:
         if self._wanted >= 0:
@@ -299,32 +327,57 @@ class VideoView(QWidget):
 
     # --- overlay --------------------------------------------------------------------------------
     def _refresh_overlay(self) -> None:
-        scores, step = self.session.scores, self.session.step
-        if not self.session.overlay or scores is None:
-            self._overlay = None
-            self._overlay_key = None
-            self.update()
-            return
-        k = keyframe_for_step(scores.keyframe_steps, step)
-        masks = scores.masks
-        if k is None or k >= len(masks):
+        """The mask of the frame on screen, when the model saw that frame; otherwise a note saying why there is
+        none and where one is."""
+        scores, frame = self.session.scores, self.session.frame
+        text = ""
+        if not self.session.overlay:
             self._overlay, self._overlay_key = None, None
-            self.update()
-            return
-        key = (id(scores), k)
-        if key != self._overlay_key:
-            fw, fh = self.frame_size()
-            mask = mask_grid(np.asarray(masks[k]), fw / fh)
-            self._overlay = mask_image(mask)
-            self._overlay_key = key
-            kf_steps = scores.keyframe_steps
-            self._overlay_text = (f"keyframe {k} (step {kf_steps[k]}): {int(mask.sum())}/{mask.size} tokens kept")
+        elif scores is None:
+            self._overlay, self._overlay_key = None, None
+            text = "No pruning mask: this run is not scored yet (Ctrl+R scores it)"
+        elif not scores.masks:
+            self._overlay, self._overlay_key = None, None
+            text = "No pruning mask: this score was stored without masks (Ctrl+R scores the run again)"
+        else:
+            k = keyframe_for_frame(self._kf_frames, frame)
+            if k is None or k >= len(scores.masks):
+                self._overlay, self._overlay_key = None, None
+                later = [f for f in self._kf_frames if f > frame]
+                where = f"; next: frame {later[0]}" if later else ""
+                text = f"No pruning mask for frame {frame}: the model saw the frame at each step's end{where}"
+            else:
+                key = (id(scores), k)
+                if key != self._overlay_key:
+                    fw, fh = self.frame_size()
+                    mask = mask_grid(np.asarray(scores.masks[k]), fw / fh)
+                    self._overlay = mask_image(mask)
+                    self._overlay_key = key
+                    self._mask_counts = (int(mask.sum()), int(mask.size))
+                kept, total = self._mask_counts
+                text = (f"Pruning mask of frame {frame} (keyframe {k}, end of step {scores.keyframe_steps[k]}): "
+                        f"{kept}/{total} tokens kept")
+        self._overlay_text = text
         self.update()
+
+    @property
+    def overlay_text(self) -> str:
+        """What the overlay says (the mask's frame and tokens, or why there is no mask); '' when it is off."""
+        return self._overlay_text
 
     # --- painting -------------------------------------------------------------------------------
     def paintEvent(self, _event: QPaintEvent) -> None:
         p = QPainter(self)
         p.fillRect(self.rect(), _BACKGROUND)
+        if self.session.error is not None:
+            self._paint_box(p, f"Could not open this run\n{self.session.error}", _ERROR_BG)
+            p.end()
+            return
+        if self._pixmap is None and self.session.trajectory is not None and self.session.source is None:
+            why = "\n".join(self.session.notes[:3]) or "text-only trajectory (no recording, no screenshots)"
+            self._paint_box(p, f"No frames to show\n{why}", _NOTE_BG)
+            p.end()
+            return
         if self._pixmap is not None:
             t = self.view_transform()
             fw, fh = self.frame_size()
@@ -340,8 +393,10 @@ class VideoView(QWidget):
                 p.drawImage(target, self._overlay)
             p.resetTransform()
             self._paint_action(p, t)
-            if self._overlay is not None:
-                self._paint_label(p, QPointF(8, self.height() - 8), self._overlay_text, anchor_bottom=True)
+        if self._overlay_text:
+            self._paint_label(p, QPointF(8, self.height() - 8), self._overlay_text, anchor_bottom=True)
+        if self.session.notes and self._pixmap is not None:
+            self._paint_notes(p)
         p.end()
         if self._pixmap is not None:
             self._emit_shown()
@@ -405,6 +460,36 @@ class VideoView(QWidget):
             where = QPointF(pt.x() + 16, pt.y() + 16) if pt is not None else QPointF(8, 8)
             self._paint_label(p, where, label)
 
+    def _paint_box(self, p: QPainter, text: str, background: QColor) -> None:
+        """A centred message box over the view (an error, or why there are no frames)."""
+        p.setFont(self._font)
+        margin = 24
+        box = QRectF(margin, margin, max(self.width() - 2 * margin, 40), max(self.height() - 2 * margin, 40))
+        flags = int(Qt.AlignmentFlag.AlignCenter) | int(Qt.TextFlag.TextWordWrap)
+        bound = p.boundingRect(box.adjusted(12, 12, -12, -12), flags, text)
+        frame = bound.adjusted(-12, -10, 12, 10)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(background)
+        p.drawRoundedRect(frame, 6, 6)
+        p.setPen(QColor(255, 255, 255))
+        p.drawText(bound, flags, text)
+
+    def _paint_notes(self, p: QPainter) -> None:
+        """The session's notes as a banner along the top (at most three; the status bar had them all)."""
+        notes = self.session.notes
+        lines = notes[:3] + ([f"(+{len(notes) - 3} more in the log)"] if len(notes) > 3 else [])
+        p.setFont(self._font)
+        fm = QFontMetricsF(self._font)
+        width = max(self.width() - 16, 40)
+        text = "\n".join(fm.elidedText("⚠ " + n, Qt.TextElideMode.ElideRight, width - 16) for n in lines)
+        h = fm.height() * len(lines) + 10
+        box = QRectF(8, 8, width, h)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(_NOTE_BG)
+        p.drawRoundedRect(box, 4, 4)
+        p.setPen(QColor(255, 255, 255))
+        p.drawText(box.adjusted(8, 5, -8, -5), int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop), text)
+
     def _paint_label(self, p: QPainter, at: QPointF, text: str, anchor_bottom: bool = False) -> None:
         p.setFont(self._font)
         fm = QFontMetricsF(self._font)
@@ -456,18 +541,13 @@ class VideoView(QWidget):
 
 
 # --- helpers (plain functions: tested directly) --------------------------------------------------
-def keyframe_for_step(keyframe_steps: Sequence[int] | None, step: int) -> int | None:
-    """The keyframe shown for ``step``: its first keyframe, else the last keyframe before it, else None."""
-    if keyframe_steps is None or step < 0:
-        return None
-    best = None
-    for k, s in enumerate(keyframe_steps):
-        s = int(s)
-        if s == step:
-            return k
-        if s < step:
-            best = k
-    return best
+def keyframe_for_frame(keyframe_frames: Sequence[int], frame: int) -> int | None:
+    """The keyframe taken from ``frame`` (the last one when several steps end on the same frame), else None."""
+    found = None
+    for k, f in enumerate(keyframe_frames):
+        if int(f) == frame:
+            found = k
+    return found
 
 
 def mask_grid(mask: np.ndarray, aspect: float, grid: tuple[int, int] | None = None) -> np.ndarray:

@@ -79,8 +79,8 @@ def test_step_agreement_by_hand():
     assert ag.step_agreement([[1, N]])["exact"] is None
 
 
-def test_report_from_the_store(tmp_path):
-    s = open_store(tmp_path / "labels.sqlite")
+def test_report_from_the_store(store_location):
+    s = open_store(store_location)  # from SQLite and from PostgreSQL alike
     # verdicts per item: t1 S S S, t2 S S F, t3 F F F (raters a b c) -> Fleiss 0.55, alpha 0.6 (above)
     # label x:1 present: t1 a b, t2 a, t3 none -> counts (T, F): [2,1], [1,2], [0,3]
     #   P = 1/3, 1/3, 1 -> P_bar = 5/9; p_T = 3/9, p_F = 6/9 -> P_e = 1/9 + 4/9 = 5/9 -> kappa 0

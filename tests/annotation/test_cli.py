@@ -142,3 +142,68 @@ def test_taxonomy_listing_and_checking(tmp_path, capsys):
 
     with pytest.raises(TaxonomyError, match=r"t.yaml:4: field 'labels\[0\].name'"):
         cli(["labels", "taxonomy", str(bad)])
+
+
+def test_labels_migrate_to_postgresql_and_back_keeps_every_record(lib, tmp_path, pg_url, capsys):
+    """SQLite -> PostgreSQL -> a new SQLite file: every record, audit entry, override, adjudication, queue and
+    assignment arrives (the counts are checked by the command, the content here), and the server store then
+    serves agreement, export and an open queue from the command line."""
+    root = str(lib)
+    assert cli(["labels", "override", "t1", "--by", "dana", "--failure", "--reason", "wrong city", "--root",
+                root]) == 0
+    assert cli(["labels", "adjudicate", "t1", "--by", "dana", "--from", "b", "--root", root]) == 0
+    src = open_store(root=lib)
+    src.save_queue("q", [(0, "t0", "/l/t0", "a"), (0, "t0", "/l/t0", "b"), (1, "t1", None, "a")], 2, {"order": []})
+    src.close()
+    capsys.readouterr()
+    assert cli(["labels", "migrate", "--root", root, "--to", pg_url, "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["to"] == pg_url and all(n["source"] == n["target"] for n in rep["counts"].values())
+    c = {name: n["target"] for name, n in rep["counts"].items()}
+    assert (c["records"], c["overrides"], c["adjudications"], c["queues"], c["queue assignments"]) == (9, 1, 1, 1, 3)
+    assert c["audit entries"] > 9
+    back = tmp_path / "back" / "labels.sqlite"
+    assert cli(["labels", "migrate", "--from", pg_url, "--to", str(back)]) == 0
+    assert "every count matches" in capsys.readouterr().out
+    a, b, pg = open_store(root=lib), open_store(back), open_store(pg_url)
+    for s in (b, pg):
+        assert s.annotations() == a.annotations()
+        assert s.audit() == a.audit() and s.overrides() == a.overrides()
+        assert s.queues() == a.queues() and s.queue_assignments("q") == a.queue_assignments("q")
+    pg.set_field("t9", "a", "verdict", "success")  # new ids follow the copied ones
+    assert pg.audit()[-1].id == a.audit()[-1].id + 1
+    for s in (a, b, pg):
+        s.close()
+    # a target that already holds labels is refused, and nothing is copied into it
+    from gui_app.core.store import StoreError
+
+    with pytest.raises(StoreError, match="not empty"):
+        cli(["labels", "migrate", "--root", root, "--to", pg_url])
+    # agreement and export read the server store as they read the file
+    assert cli(["agreement", "--store", pg_url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"]["cohen"][0]["kappa"] == pytest.approx(0.5)
+    out = tmp_path / "from_pg.parquet"
+    assert cli(["export", "--store", pg_url, "--out", str(out), "--annotator", "a", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 5 and pl.read_parquet(out).height == 5  # with t9
+
+
+def test_an_open_queue_is_claimed_from_the_command_line(tmp_path, pg_url, capsys):
+    from gui_app.core.catalog import Catalog
+    from gui_app.core.native import save
+    from gui_app.core.trajectory import Outcome, Step, Trajectory
+
+    lib = tmp_path / "lib"
+    for i in range(3):
+        t = Trajectory(id=f"run{i}", instruction=f"task {i}", source_format="native", source_path="",
+                       steps=[Step(index=0, action="click(1, 2)")], outcome=Outcome(success=False, source="env"))
+        save(t, lib / f"run{i}")
+    Catalog.for_root(lib).scan(lib)
+    assert cli(["queue", "build", "team", "--k", "2", "--order", "id", "--root", str(lib), "--store", pg_url]) == 0
+    assert "3 items open to claims, 2 annotators each" in capsys.readouterr().out
+    got = {}
+    for who in ("a", "b", "c"):
+        assert cli(["queue", "next", "team", "--annotator", who, "--store", pg_url, "--json"]) == 0
+        got[who] = json.loads(capsys.readouterr().out)["trajectory_id"]
+    assert got == {"a": "run0", "b": "run0", "c": "run1"}  # run0's two slots went to a and b
+    assert cli(["queue", "next", "team", "--annotator", "a", "--store", pg_url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trajectory_id"] == "run0"  # still a's until labelled

@@ -25,8 +25,9 @@ def rich(tid: str, who: str, **kw) -> Annotation:
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = open_store(tmp_path / "labels.sqlite")
+def store(store_location):
+    """The same labels on each backend: every export below runs from SQLite and from PostgreSQL."""
+    s = open_store(store_location)
     s.save(rich("t1", "ann"))
     s.save(rich("t2", "ann", verdict="success", labels=[], root_cause_step=None, cascading=[], step_comments={},
                 evidence=None, mistake_agent=None))
@@ -208,3 +209,13 @@ def test_whowhen_and_sft_exports_import_back(store, tmp_path):
         "t1": "failure", "t2": "success", "t3": "failure"}
     assert fresh.get("t1", "sft").root_cause_step == 2  # from the deviation record
     fresh.close()
+
+
+def test_catalog_rows_are_found_by_library_key_then_by_id():
+    from gui_app.core.export import catalog_index
+
+    rows = [{"id": "same", "ref": "results/model-a/task", "instruction": "A"},
+            {"id": "same", "ref": "results/model-b/task", "instruction": "B"}]
+    index = catalog_index(rows)
+    assert index["results/model-a/task"]["instruction"] == "A" and index["results/model-b/task"]["instruction"] == "B"
+    assert index["same"]["instruction"] == "A"  # labels stored under a format's id still join (the first row)

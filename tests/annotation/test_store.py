@@ -1,4 +1,6 @@
-"""The annotation store on real SQLite: per-field writes, audit, migrations, durability, two processes."""
+"""The annotation store contract, run on both backends (a SQLite file, and a database on a real PostgreSQL server
+started by the fixtures): per-field writes, audit, durability, 2 and 4 processes at once, claims across processes;
+then what only one backend has (SQLite's file, PostgreSQL's server going away and coming back)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ import textwrap
 import pytest
 
 from gui_app.core.annotation import Annotation, AnnotationError, Cascade
-from gui_app.core.store import AnnotationStore, SqliteAnnotationStore, StoreError, default_path, migrations, open_store
+from gui_app.core.store import AnnotationStore, StoreError, default_path, migrations, open_store
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = open_store(tmp_path / "labels.sqlite")
+def store(store_location):
+    s = open_store(store_location)
     yield s
     s.close()
 
@@ -25,7 +27,7 @@ def test_is_the_narrow_interface_and_default_location(tmp_path):
     s = open_store(root=tmp_path)
     assert isinstance(s, AnnotationStore)
     assert s.path == default_path(tmp_path) == tmp_path / ".rollscope" / "labels.sqlite"
-    assert s.schema_version == len(migrations()) == 2
+    assert s.schema_version == len(migrations()) == 3
     mode = sqlite3.connect(s.path).execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     s.close()
@@ -117,12 +119,97 @@ def test_review_adjudication_override_and_final_labels(store):
         store.override_score("t", "dana", True, "  ")
 
 
-def test_every_change_survives_a_killed_process(tmp_path):
-    path = tmp_path / "labels.sqlite"
+def test_rekey_moves_everything_a_trajectory_has_and_refuses_a_clash(store):
+    """``rekey`` (library keys: identity.migrate_store, ``labels rekey``) moves records of both roles with their
+    labels, comments and cascades, the audit trail, overrides, queue items (an open queue's unclaimed ones too) and
+    assignments, with the move on each record's trail; a target that already has a record of the same annotator,
+    or is already in the same queue, is refused with nothing moved."""
+    from gui_app.core.queue import LabelQueue
+
+    store.save(Annotation("old", "a", verdict="failure", labels=["x:1"], root_cause_step=1,
+                          cascading=[Cascade(2, "wrong tab")], step_comments={1: "typo"}))
+    store.save(Annotation("old", "b", verdict="success"))
+    store.adjudicate("old", "dana", "a")
+    store.override_score("old", "dana", False, "the file was not saved")
+    LabelQueue.build(store, "fixed", [{"id": "old", "key": "/lib/old"}], ["a"], k=1, order=["id"])
+    LabelQueue.build(store, "open", [{"id": "old", "key": "/lib/old"}, {"id": "u", "key": "/lib/u"}], [], k=2,
+                     order=["id"])
+    store.save_queue("waiting", [], 1, {"open": True}, items=[(0, "only-queued", None)])  # nobody claimed it yet
+    assert store.referenced_ids() == ["old", "only-queued", "u"]
+    before = {(r.annotator, r.role): r for r in store.annotations("old")}
+    n_audit = len(store.audit("old"))
+
+    assert store.rekey({"old": "lib/run/old", "only-queued": "lib/q", "same": "same"}, actor="test") == (
+        {"old": "lib/run/old", "only-queued": "lib/q"}, [])
+    assert store.annotations("old") == [] and store.audit("old") == [] and store.overrides("old") == []
+    after = {(r.annotator, r.role): r for r in store.annotations("lib/run/old")}
+    assert set(after) == set(before) == {("a", "annotator"), ("b", "annotator"), ("dana", "adjudicator")}
+    for who, rec in after.items():
+        old = before[who]
+        assert (rec.verdict, rec.labels, rec.cascading, rec.step_comments, rec.root_cause_step) == (
+            old.verdict, old.labels, old.cascading, old.step_comments, old.root_cause_step)
+        assert rec.version == old.version + 1  # the move is a change of the record
+    trail = store.audit("lib/run/old")
+    assert len(trail) == n_audit + 3
+    assert [(e.actor, e.field, e.old, e.new) for e in trail[-3:]] == [("test", "trajectory_id", "old", "lib/run/old")] * 3
+    assert [o.reason for o in store.overrides("lib/run/old")] == ["the file was not saved"]
+    assert store.final_labels()["lib/run/old"]["source"] == "adjudicated"
+    assert store.queue_assignments("fixed") == [(0, "lib/run/old", "/lib/old", "a")]
+    assert [t for _p, t, _k in store.queue_items("open")] == ["lib/run/old", "u"]
+    assert store.queue_items("waiting") == [(0, "lib/q", None)]
+    assert store.claim("open", "c")[1] == "lib/run/old"  # the moved item keeps its place and its free slots
+    assert store.referenced_ids() == ["lib/q", "lib/run/old", "u"]
+    assert store.rekey({"old": "lib/run/old"}, actor="test")[1] == []  # nothing left under the old id: a no-op
+    assert len(store.audit("lib/run/old")) == n_audit + 3
+
+    # A clash: the target already has a record of the same annotator; or is already an item of the same queue.
+    store.save(Annotation("dup", "a", verdict="unsure"))
+    store.save(Annotation("lib/run/dup", "a", verdict="failure"))
+    store.save(Annotation("u2", "z", verdict="unsure"))
+    LabelQueue.build(store, "both", [{"id": "u2", "key": None}, {"id": "u3", "key": None}], [], k=1, order=["id"])
+    assert store.rekey({"dup": "lib/run/dup", "u2": "u3"}, actor="test") == ({}, ["dup", "u2"])
+    assert store.get("dup", "a").verdict == "unsure" and store.get("lib/run/dup", "a").verdict == "failure"
+    assert store.get("u2", "z") is not None and store.get("u3", "z") is None
+    assert [t for _p, t, _k in store.queue_items("both")] == ["u2", "u3"]
+
+
+def _rekeyer(path: str, barrier, out) -> None:
+    s = open_store(path)
+    barrier.wait(timeout=60)
+    out.put(s.rekey({f"id{i}": f"lib/k{i}" for i in range(20)}, actor="machine"))
+    s.close()
+
+
+def test_machines_moving_the_same_labels_at_once_move_each_once(store_location):
+    """Two machines open the library at the same moment and both run the identity migration on one store: every
+    record moves once, none is lost or doubled, and the move is on each trail once."""
+    s = open_store(store_location)
+    for i in range(20):
+        for who in ("a", "b"):
+            s.save(Annotation(f"id{i}", who, verdict="failure", labels=[f"x:{i}"]))
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_rekeyer, args=(store_location, barrier, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    assert all(conflicts == [] for _moved, conflicts in results)
+    assert s.trajectory_ids() == sorted(f"lib/k{i}" for i in range(20))
+    assert len(s.annotations()) == 40 and all(a.labels == [f"x:{a.trajectory_id[5:]}"] for a in s.annotations())
+    moves = [e for e in s.audit() if e.field == "trajectory_id"]
+    assert len(moves) == 40 and len({(e.trajectory_id, e.annotator) for e in moves}) == 40
+    s.close()
+
+
+def test_every_change_survives_a_killed_process(tmp_path, store_location):
+    path = store_location
     code = textwrap.dedent(f"""
         import os
         from gui_app.core.store import open_store
-        s = open_store({str(path)!r})
+        s = open_store({path!r})
         s.set_field("t", "a", "verdict", "failure")
         s.toggle_label("t", "a", "x:1")
         s.set_field("t", "a", "notes", "last words")
@@ -138,42 +225,110 @@ def test_every_change_survives_a_killed_process(tmp_path):
 
 
 def _writer(path: str, who: str, n: int, barrier, done) -> None:
-    s = SqliteAnnotationStore(path)
+    s = open_store(path)
     for i in range(n):
-        if i % 10 == 0:  # both writers start each round of 10 together, so they really race on a loaded machine
+        if i % 10 == 0:  # the writers start each round of 10 together, so they really race on a loaded machine
             barrier.wait(timeout=60)
         s.set_label("shared", "alice", f"x:{who}{i}", True, actor=who)
-        s.set_step_comment("shared", "alice", (0 if who == "p" else 1000) + i, f"{who}{i}", actor=who)
+        s.set_step_comment("shared", "alice", 1000 * WHO.index(who) + i, f"{who}{i}", actor=who)
         s.set_field("shared", "alice", "notes", f"{who}{i}", actor=who)  # same field: last writer wins, no loss
+        done.put((who, i))
     s.close()
-    done.put(who)
 
 
-def test_two_processes_never_lose_an_update(tmp_path):
-    """Two real processes hammer the same record; every update must be there at the end."""
-    path = str(tmp_path / "labels.sqlite")
-    open_store(path).close()
-    n = 150
+WHO = "pqrs"
+
+
+def run_writers(path: str, n_procs: int, n: int, during=None) -> None:
+    """``n_procs`` real processes run :func:`_writer` on one record; ``during(progress)`` runs meanwhile (it is given
+    a function that waits until the writers have made that many rounds)."""
     ctx = mp.get_context("spawn")
-    barrier, done = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(path, who, n, barrier, done)) for who in ("p", "q")]
+    barrier, done = ctx.Barrier(n_procs), ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(path, who, n, barrier, done)) for who in WHO[:n_procs]]
     for p in procs:
         p.start()
+    seen = 0
+
+    def wait_for(rounds: int) -> None:
+        nonlocal seen
+        while seen < rounds:
+            done.get(timeout=120)
+            seen += 1
+
+    if during is not None:
+        during(wait_for)
+    wait_for(n_procs * n)
     for p in procs:
         p.join(timeout=120)
         assert p.exitcode == 0
+
+
+def check_no_update_lost(path: str, n_procs: int, n: int) -> None:
     s = open_store(path)
     rec = s.get("shared", "alice")
-    assert set(rec.labels) == {f"x:p{i}" for i in range(n)} | {f"x:q{i}" for i in range(n)}
-    assert rec.step_comments == {**{i: f"p{i}" for i in range(n)}, **{1000 + i: f"q{i}" for i in range(n)}}
-    assert rec.notes in {f"p{n - 1}", f"q{n - 1}"}
+    whos = WHO[:n_procs]
+    assert set(rec.labels) == {f"x:{w}{i}" for w in whos for i in range(n)}
+    assert rec.step_comments == {1000 * WHO.index(w) + i: f"{w}{i}" for w in whos for i in range(n)}
+    assert rec.notes in {f"{w}{n - 1}" for w in whos}
     # 3 writes per iteration per process, each counted once: no write was lost or applied twice
-    assert rec.version == 2 * 3 * n
+    assert rec.version == n_procs * 3 * n
     log = s.audit("shared")
-    assert len(log) == 2 * 3 * n
-    # the writers really ran at the same time: both write in every round, so the log switches writer each round
+    assert len(log) == n_procs * 3 * n
+    # the writers really ran at the same time: all write in every round, so the log switches writer each round
     switches = sum(x.actor != y.actor for x, y in zip(log, log[1:], strict=False))
     assert switches >= n // 10
+    s.close()
+
+
+@pytest.mark.parametrize("n_procs,n", [(2, 150), (4, 60)])
+def test_processes_writing_at_once_never_lose_an_update(store_location, n_procs, n):
+    """Two, then four real processes hammer the same record; every update must be there at the end."""
+    open_store(store_location).close()
+    run_writers(store_location, n_procs, n)
+    check_no_update_lost(store_location, n_procs, n)
+
+
+def _claimer(path: str, who: str, queue: str, barrier, out) -> None:
+    s = open_store(path)
+    barrier.wait(timeout=60)
+    took = []
+    while (item := s.claim(queue, who)) is not None:
+        took.append(item[1])
+        s.set_field(item[1], who, "verdict", "failure")  # labelled: the next claim takes a new item
+    s.close()
+    out.put((who, took))
+
+
+def test_k_annotators_per_item_claimed_across_processes_without_duplicates(store_location):
+    """Four processes (four annotators on their machines) work through one open queue with k=2 at once: every
+    item ends with exactly two distinct annotators, and no slot was taken twice."""
+    from gui_app.core.queue import LabelQueue
+
+    s = open_store(store_location)
+    rows = [{"id": f"t{i:02d}", "key": f"/lib/t{i:02d}"} for i in range(24)]
+    q = LabelQueue.build(s, "team", rows, [], k=2, order=["id"])
+    assert q.items() == [] and q.progress()["items"] == 24
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_claimer, args=(store_location, who, "team", barrier, out)) for who in "abcd"]
+    for p in procs:
+        p.start()
+    took = dict(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    per_item: dict[str, list[str]] = {}
+    for who, items in took.items():
+        assert len(items) == len(set(items)), who  # nobody got an item twice
+        for t in items:
+            per_item.setdefault(t, []).append(who)
+    assert sorted(per_item) == [r["id"] for r in rows]
+    assert all(len(w) == 2 for w in per_item.values()), per_item
+    assigned = s.queue_assignments("team")
+    assert len(assigned) == 48 and len({(t, a) for _p, t, _k, a in assigned}) == 48
+    prog = q.progress()
+    assert (prog["items_done"], prog["done"], prog["assignments"]) == (24, 48, 48)
+    assert s.claim("team", "e") is None  # every slot is taken
     s.close()
 
 
@@ -204,15 +359,15 @@ def test_migrations_upgrade_an_old_store(tmp_path):
     con.commit()
     con.close()
     s = open_store(p)
-    assert s.schema_version == 2 and s.get("t", "a").verdict == "success"
+    assert s.schema_version == len(migrations()) and s.get("t", "a").verdict == "success"
     s.save_queue("q", [(0, "t", None, "a")], k=1)
     assert s.queue_assignments("q") == [(0, "t", None, "a")]
     s.close()
 
 
-def test_paged_reads_match_the_full_read(tmp_path):
+def test_paged_reads_match_the_full_read(tmp_path, store_location):
     """Pages cut between records of one trajectory; each page carries exactly its records' collections."""
-    s = open_store(tmp_path / "odd dir #1" / "labels.sqlite")
+    s = open_store(tmp_path / "odd dir #1" / "labels.sqlite" if store_location.endswith(".sqlite") else store_location)
     for i in range(7):
         for who in ("a", "b"):
             s.save(Annotation(f"t{i}", who, verdict="failure", labels=[f"x:{i}", f"x:{who}"],
@@ -220,4 +375,28 @@ def test_paged_reads_match_the_full_read(tmp_path):
     pages = list(s.iter_annotations(batch=3))
     assert [len(p) for p in pages] == [3, 3, 3, 3, 2]
     assert [a for p in pages for a in p] == s.annotations()
+    s.close()
+
+
+def test_queues_of_an_old_store_get_their_items_and_slots(tmp_path):
+    """Migration 3 gives the queues a v2 store already had their item rows and one slot per assignment."""
+    p = tmp_path / "labels.sqlite"
+    con = sqlite3.connect(p)
+    from gui_app.core.db import statements
+    for m in migrations()[:2]:
+        for stmt in statements(m.sql):
+            con.execute(stmt)
+    con.execute("INSERT INTO queues VALUES ('q', 0, 2, '{}')")
+    con.executemany("INSERT INTO queue_assignments VALUES ('q', ?, ?, ?, ?)",
+                    [(0, "t1", "/l/t1", "bob"), (0, "t1", "/l/t1", "ann"), (1, "t2", None, "ann")])
+    con.execute("PRAGMA user_version = 2")
+    con.commit()
+    con.close()
+    s = open_store(p)
+    assert s.queue_items("q") == [(0, "t1", "/l/t1"), (1, "t2", None)]
+    slots = sqlite3.connect(p).execute("SELECT trajectory_id, annotator, slot FROM queue_assignments "
+                                       "ORDER BY 1, 2").fetchall()
+    assert slots == [("t1", "ann", 0), ("t1", "bob", 1), ("t2", "ann", 0)]
+    assert s.claim("q", "ann") == (0, "t1", "/l/t1", "ann")  # assigned up front: the first without a verdict
+    assert s.claim("q", "carl") is None  # not an open queue: nothing to take
     s.close()

@@ -76,6 +76,38 @@ def test_instruction_from_parent_sidecar_and_missing(tmp_path):
     assert any("no instruction" in w for w in traj.warnings)
 
 
+# OSWorld's own task config for this example, as evaluation_examples/examples/chrome/<id>.json holds it
+# (xlang-ai/OSWorld, Apache-2.0; evaluator trimmed to the fields the importer does not read).
+OSWORLD_CHROME_CONFIG = {
+    "id": "bb5e4c0d-f964-439c-97b6-bdb9747de3f4",
+    "snapshot": "chrome",
+    "instruction": "Can you make Bing the main search engine when I look stuff up on the internet?",
+    "source": "https://support.google.com/chrome/answer/95426",
+    "config": [{"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}},
+               {"type": "launch", "parameters": {"command": ["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]}}],
+    "trajectory": "trajectories/",
+    "related_apps": ["chrome"],
+    "evaluator": {"func": "match_in_list", "result": {"type": "default_search_engine"},
+                  "expected": {"type": "rule", "rules": {"expected": ["Microsoft Bing", "Bing"]}}},
+}
+
+
+@pytest.mark.parametrize("domain", ["chrome", "thunar_fork"])
+def test_instruction_from_osworld_tree(tmp_path, domain):
+    # OSWorld's layout: results/<action_space>/<observation>/<model>/<domain>/<id>/ with the task config in
+    # evaluation_examples/examples/<domain>/<id>.json beside results/ (a fork's domain need not be OSWorld's).
+    run = b.osworld_dir(tmp_path / "results" / "pyautogui" / "screenshot", video=None, sidecar=None, domain=domain,
+                        model="claude-3-7")
+    cfg = tmp_path / "evaluation_examples" / "examples" / domain / f"{OSWORLD_CHROME_CONFIG['id']}.json"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(json.dumps(OSWORLD_CHROME_CONFIG, indent=2))
+    traj = formats.load(run["path"])
+    assert traj.instruction == OSWORLD_CHROME_CONFIG["instruction"]
+    assert traj.app == "chrome" and traj.agent == "claude-3-7" and traj.metadata["domain"] == domain
+    assert traj.metadata["task"] == f"{domain}/{OSWORLD_CHROME_CONFIG['id']}"
+    assert not any("no instruction" in w for w in traj.warnings)
+
+
 def test_partial_run_loads_with_warnings(tmp_path):
     run = b.osworld_dir(tmp_path, video=None, result=None)
     missing = run["path"] / run["lines"][2]["screenshot_file"]

@@ -7,6 +7,7 @@ from collections import Counter
 from PySide6.QtGui import QKeySequence
 
 from gui_app.qt.actions import ACTIONS, MENUS, ShortcutsDialog, normalized_shortcuts
+from gui_app.qt.label_panel import LABEL_KEYS
 from gui_app.qt.main_window import MainWindow
 
 
@@ -42,8 +43,12 @@ def test_question_mark_dialog_lists_every_action(qtbot):
     dialog = ShortcutsDialog()
     qtbot.addWidget(dialog)
     rows = dialog.rows()
-    assert len(rows) == len(ACTIONS)
-    for (keys, label, description), a in zip(rows, ACTIONS):
+    assert len(rows) == len(LABEL_KEYS) + len(ACTIONS)
+    # The annotator's keys first: they are not actions, but the dialog must list them.
+    for (keys, label, description), (k, name, what) in zip(rows, LABEL_KEYS):
+        assert (keys, label, description) == (k, f"Labelling: {name}", what)
+    assert any(r[0] == "S, F, U" for r in rows) and any(r[0] == "Ctrl+Enter" for r in rows)
+    for (keys, label, description), a in zip(rows[len(LABEL_KEYS):], ACTIONS):
         assert description == a.description
         assert a.text.replace("&", "").rstrip("…") in label
         for k in a.shortcuts:
@@ -62,5 +67,5 @@ def test_main_window_binds_the_table(qtbot):
     assert menu_texts == list(MENUS)
     dialog = win.show_shortcuts()
     qtbot.waitUntil(dialog.isVisible)
-    assert len(dialog.rows()) == len(ACTIONS)
+    assert len(dialog.rows()) == len(LABEL_KEYS) + len(ACTIONS)
     dialog.close()

@@ -114,12 +114,14 @@ def test_score_current_and_show_overlay(qtbot, opened):
     assert len(scores.step_scores) == s.trajectory.n_steps
     assert 0 < scores.tokens_kept <= scores.tokens_total
     model = win.library.model  # the library row is re-read in a worker
-    qtbot.waitUntil(lambda: model.data(model.index(model.row_of_key(key), 6)) == f"{scores.p_success:.2f}",
+    shown = f"{scores.p_success:.2f} {'✓' if scores.success else '✗'}"  # p(success) and the model's verdict
+    qtbot.waitUntil(lambda: (model.data(model.index(model.row_of_key(key), 6)) or "").endswith(shown),
                     timeout=30_000)
     assert win.statusBar().currentMessage().startswith("p(success) = ")
     win.action_map["toggle_overlay"].trigger()
     assert s.overlay
-    qtbot.waitUntil(lambda: "tokens kept" in win.video._overlay_text, timeout=20_000)
+    win.action_map["step_next"].trigger()  # the frame on screen at the end of step 0: the model's first keyframe
+    qtbot.waitUntil(lambda: "tokens kept" in win.video.overlay_text, timeout=20_000)
 
 
 @pytest.mark.skipif(not WEIGHTS.is_file(), reason="runs once the shipped weights models/weights/model.onnx exist")

@@ -129,7 +129,7 @@ def test_switching_trajectories_keeps_work_with_its_own_record(qtbot, setup):
     session.set_trajectory(traj("t2"))
     assert store.get("t1", "alice").notes == "notes for t1"  # written to t1, not t2
     assert store.get("t2", "alice") is None and panel.texts["notes"].toPlainText() == ""
-    assert not panel.undo_stack.canUndo()
+    assert panel.undo_stack.canUndo()  # t1's changes stay undoable after moving on (see the undo-after-Enter test)
     key(qtbot, panel, Qt.Key.Key_U)
     assert store.get("t2", "alice").verdict == "unsure"
     session.set_trajectory(traj("t1"))
@@ -197,12 +197,11 @@ def test_text_change_is_undoable_and_pending_text_is_never_clobbered(qtbot, setu
     assert store.get("t1", "alice").verdict == "failure"
 
 
-@pytest.fixture
-def queued(qtbot, tmp_path):
-    """A panel writing through the app's write queue (a worker), as in the main window."""
+def queued_panel(qtbot, store):
+    """A panel on ``t1`` writing into ``store`` through the app's write queue (a worker), as in the main window;
+    returns it and the runner to shut down."""
     from gui_app.qt.workers import JobQueue, Runner
 
-    store = open_store(tmp_path / "labels.sqlite")
     session = Session()
     session.set_trajectory(traj("t1"))
     runner = Runner()
@@ -210,6 +209,13 @@ def queued(qtbot, tmp_path):
     qtbot.addWidget(panel)
     panel.show()
     panel.setFocus()
+    return panel, runner
+
+
+@pytest.fixture
+def queued(qtbot, tmp_path):
+    store = open_store(tmp_path / "labels.sqlite")
+    panel, runner = queued_panel(qtbot, store)
     yield store, panel
     runner.shutdown()
     store.close()
@@ -267,3 +273,125 @@ def test_a_store_locked_for_too_long_reports_not_saved(qtbot, queued, monkeypatc
     finally:
         other.execute("ROLLBACK")
         other.close()
+
+
+def test_viewing_creates_no_record_and_time_goes_to_labelled_runs_only(qtbot, setup):
+    session, store, panel = setup
+    session.set_trajectory(traj("t2"))  # t1 was only looked at
+    key(qtbot, panel, Qt.Key.Key_Return)  # Enter on an unlabelled run moves on without writing anything
+    session.set_trajectory(traj("t3"))
+    qtbot.waitUntil(lambda: not panel.waiting)
+    assert store.annotations() == [] and store.audit() == []
+    key(qtbot, panel, Qt.Key.Key_F)
+    session.set_trajectory(traj("t4"))  # leaving a labelled run adds the time spent on it
+    rec = store.get("t3", "alice")
+    assert rec.verdict == "failure" and rec.time_spent is not None
+    assert [a.trajectory_id for a in store.annotations()] == ["t3"]
+
+
+def test_undo_after_moving_on_reopens_the_run_and_undoes_its_last_change(qtbot, setup):
+    session, store, panel = setup
+    session.set_trajectory(traj("t1"), key="/lib/t1")
+    key(qtbot, panel, Qt.Key.Key_F, Qt.Key.Key_9)
+    with qtbot.waitSignal(panel.next_requested):
+        key(qtbot, panel, Qt.Key.Key_Return)
+    session.set_trajectory(traj("t2"), key="/lib/t2")  # what the window does on next_requested
+    with qtbot.waitSignal(panel.open_requested, check_params_cb=lambda k: k == "/lib/t1"):
+        qtbot.keyClick(panel, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert store.get("t1", "alice").labels == [] and store.get("t1", "alice").verdict == "failure"
+    assert store.get("t2", "alice") is None  # nothing was written to the run on screen
+    session.set_trajectory(traj("t1"), key="/lib/t1")  # the window reopens it
+    assert panel.verdict_buttons["failure"].isChecked() and not panel.marks
+    qtbot.keyClick(panel, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)  # on screen now: no reopening needed
+    assert store.get("t1", "alice").verdict is None
+
+
+def test_keys_typed_while_the_next_item_opens_wait_for_it(qtbot, setup):
+    session, store, panel = setup
+    key(qtbot, panel, Qt.Key.Key_S)
+    with qtbot.waitSignal(panel.next_requested):
+        key(qtbot, panel, Qt.Key.Key_Return)
+    assert panel.waiting
+    key(qtbot, panel, Qt.Key.Key_F, Qt.Key.Key_9)  # typed before the next item is on screen
+    assert store.get("t1", "alice").verdict == "success" and store.get("t1", "alice").labels == []
+    session.set_trajectory(traj("t2"))
+    qtbot.waitUntil(lambda: not panel.waiting)  # replayed once the session has placed its playhead
+    rec = store.get("t2", "alice")
+    assert rec.verdict == "failure" and rec.labels == ["computer_use:other"]
+    # No next item: the held keys are dropped, and the panel says so.
+    with qtbot.waitSignal(panel.next_requested):
+        key(qtbot, panel, Qt.Key.Key_Return)
+    key(qtbot, panel, Qt.Key.Key_U)
+    panel.stop_waiting("there is no next item")
+    assert store.get("t2", "alice").verdict == "failure"
+    assert panel.save_state == "error" and "1 key(s) not applied: there is no next item" in panel.state_label.text()
+
+
+# --- a team's PostgreSQL store that goes away: the panel turns read-only and comes back by itself ------------------
+@pytest.fixture
+def pg(monkeypatch):
+    """A server of the test's own (it is stopped and started), and a panel that asks it again every 100 ms."""
+    from tests.pg import PgServer
+
+    monkeypatch.setattr(LabelPanel, "RETRY_MS", 100)
+    srv = PgServer({"fsync": "off"})
+    yield srv
+    srv.stop()
+
+
+def test_a_server_store_that_goes_down_makes_the_panel_read_only_and_it_comes_back(qtbot, pg):
+    import time
+
+    from gui_app.core.store_postgresql import PostgresAnnotationStore
+
+    url = pg.create_database()
+    store = PostgresAnnotationStore(url, connect_timeout=2, reconnect_s=0.5)
+    panel, runner = queued_panel(qtbot, store)
+    session = panel.session
+    key(qtbot, panel, Qt.Key.Key_F)
+    qtbot.waitUntil(lambda: panel.save_state == "saved", timeout=10_000)
+    pg.stop_server()
+    t0 = time.monotonic()
+    key(qtbot, panel, Qt.Key.Key_2, Qt.Key.Key_2)  # a label while the server is down
+    assert time.monotonic() - t0 < 2.0  # the keys returned at once: the write waits in the worker
+    qtbot.waitUntil(lambda: panel.read_only is not None, timeout=15_000)
+    assert "READ-ONLY" in panel.state_label.text() and "127.0.0.1" in panel.state_label.toolTip()
+    assert not panel.verdict_buttons["failure"].isEnabled() and not panel.tree.isEnabled()
+    assert panel.record is None  # nothing stale is shown as if it were stored
+    key(qtbot, panel, Qt.Key.Key_S)  # refused at once, no write queued
+    assert panel.pending_writes == 0 and panel.read_only is not None
+    session.set_trajectory(traj("t2"))  # the rest of the app goes on: another trajectory opens, steps move
+    session.set_step(3)
+    assert panel.title.text().startswith("<b>t2</b>") and panel.read_only is not None
+    pg.start()
+    qtbot.waitUntil(lambda: panel.read_only is None, timeout=30_000)  # it asked again and the store answered
+    assert "back" in panel.state_label.text() and panel.verdict_buttons["success"].isEnabled()
+    key(qtbot, panel, Qt.Key.Key_S)
+    qtbot.waitUntil(lambda: panel.save_state == "saved", timeout=10_000)
+    assert store.get("t2", "alice").verdict == "success"
+    assert store.get("t1", "alice").labels == []  # the label made while the server was down never landed
+    runner.shutdown()
+    store.close()
+
+
+def test_a_library_whose_server_is_down_opens_read_only_and_its_store_is_opened_later(qtbot, pg, tmp_path):
+    from gui_app.core.library import open_library
+
+    url = pg.create_database()
+    pg.stop_server()
+    library = open_library(tmp_path, store=url)
+    assert library.store is None and "cannot reach the PostgreSQL server" in library.store_error
+    session = Session()
+    panel = LabelPanel(session, None, taxonomy.get("computer_use"), "alice")
+    qtbot.addWidget(panel)
+    session.set_library(library)
+    session.set_trajectory(traj("t1"))
+    assert panel.read_only is not None and "READ-ONLY" in panel.state_label.text()
+    recovered = []
+    panel.store_recovered.connect(lambda: recovered.append(1))
+    pg.start()
+    qtbot.waitUntil(lambda: panel.read_only is None, timeout=30_000)
+    assert recovered == [1] and library.store is not None and panel.store is library.store
+    key(qtbot, panel, Qt.Key.Key_F)
+    assert library.store.get("t1", "alice").verdict == "failure"
+    library.close()

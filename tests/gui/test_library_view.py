@@ -141,7 +141,7 @@ def test_view_search_filters_and_selection(qtbot, catalog):
     view = LibraryView(LibraryModel(catalog))
     qtbot.addWidget(view)
     assert view.count_label.text() == "41 trajectories"
-    assert [view.format_filter.itemText(i) for i in range(view.format_filter.count())] == ["Any format", "native"]
+    assert [view.format_filter.itemText(i) for i in range(view.format_filter.count())] == ["Format", "native"]
     qtbot.keyClicks(view.search, "number 2")
     qtbot.waitUntil(lambda: view.model.text == "number 2", timeout=5000)  # debounced
     expected = sum("2" in str(i) for i in range(40))
@@ -256,3 +256,22 @@ def test_with_a_runner_queries_are_read_in_a_worker_and_the_latest_wins(qtbot, c
     r = model.row_of_key(last)
     assert model.key_at(r) == last and len(model._pages) == 1
     runner.shutdown()
+
+
+def test_p_success_column_shows_the_verdict_disagreement_and_unknown(qapp, catalog):
+    root = catalog.db_path.parents[1]
+    agree, disagree, unknown, old = (str(root / f"t0000{i}") for i in (1, 3, 4, 5))  # t1, t4, t5 success; t3 fails
+    catalog.set_score(agree, Score(p_success=0.81, threshold=0.57, success=True))
+    catalog.set_score(disagree, Score(p_success=0.64, threshold=0.57, success=True))  # env: failure
+    catalog.set_score(unknown, Score(p_success=0.0, threshold=0.57, success=False, ood=2.0, unknown=True))
+    catalog.set_score(old, Score(p_success=0.4))  # stored before thresholds: verdict unknown
+    model = LibraryModel(catalog)
+
+    def cell(key: str, role=Qt.ItemDataRole.DisplayRole):
+        return model.data(model.index(model.row_of_key(key), COL_P), role)
+
+    assert cell(agree) == "0.81 ✓"
+    assert cell(disagree) == "⚠ 0.64 ✓" and "they disagree" in cell(disagree, Qt.ItemDataRole.ToolTipRole)
+    assert cell(disagree, Qt.ItemDataRole.ForegroundRole) is not None
+    assert cell(unknown) == "unknown" and "cannot judge" in cell(unknown, Qt.ItemDataRole.ToolTipRole)
+    assert cell(old) == "0.40"

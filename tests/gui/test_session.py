@@ -60,3 +60,17 @@ def test_speed_snaps_to_the_table_and_playback_needs_a_source(qtbot):
     assert session.speed == SPEEDS[-1]
     session.change_speed(-100)
     assert session.speed == SPEEDS[0]
+
+
+def test_a_source_let_go_of_goes_to_the_closer_and_a_failed_load_clears_everything(tmp_path, qtbot):
+    session, source, traj = open_session(tmp_path)
+    closed = []
+    session.closer = closed.append  # the app closes it in a worker
+    with qtbot.waitSignal(session.notes_changed):
+        session.set_failed("/lib/broken", "trajectory.json: invalid JSON")
+    assert closed == [source] and not source._closed  # handed over, not closed here
+    assert session.trajectory is None and session.source is None and session.key is None
+    assert session.error == "/lib/broken: trajectory.json: invalid JSON"
+    session.set_trajectory(traj, None, notes=["recording unreadable; showing the screenshots"])
+    assert session.error is None and session.notes == ["recording unreadable; showing the screenshots"]
+    source.close()

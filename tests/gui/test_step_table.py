@@ -85,6 +85,21 @@ def test_new_trajectory_resets_rows_and_marks(tmp_path, table):
     assert view.model().rowCount() == 0
 
 
+def test_predicted_first_deviation_and_label_marks_are_named(table):
+    from dataclasses import replace
+
+    session, view, _traj = table
+    score = make_score(p_success=0.2, step_scores=[0.05, 0.1, 0.82, 0.3, 0.2, 0.1], masks=[], keyframe_steps=[])
+    session.set_scores(replace(score, first_error_step=2))
+    assert cell(view, 2, COL_SCORE) == "▶ 0.82" and cell(view, 3, COL_SCORE) == "0.30"
+    assert cell(view, 2, COL_SCORE, Qt.ItemDataRole.BackgroundRole) is not None
+    assert "first deviates" in cell(view, 2, COL_SCORE, Qt.ItemDataRole.ToolTipRole)
+    session.set_scores(replace(score, first_error_step=2, unknown=True))  # a run the model cannot judge
+    assert cell(view, 2, COL_SCORE) == "0.82"
+    view.set_step_marks({1: "root_cause", 4: "cascade"})
+    assert (cell(view, 1, COL_MARK), cell(view, 4, COL_MARK)) == ("● root cause", "↳ cascade")
+
+
 def test_low_confidence_start_times_are_marked(table):
     """An alignment the app is unsure of shows in the table (a '?' and a tint on the time), not only in a log."""
     session, view, traj = table

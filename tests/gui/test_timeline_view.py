@@ -154,3 +154,48 @@ def test_recording_without_steps_spans_the_video_and_seeks(qtbot, timeline):
     view.seek(2.34)
     assert session.frame == 23
     assert view.playhead.value() == pytest.approx(2.3)
+
+
+def test_scores_are_legible_verdict_threshold_disagreement_and_first_deviation(timeline):
+    from gui_app.core.score import Score
+
+    session, view, traj = timeline
+    traj.outcome.success = False  # the environment says failure
+    session.set_scores(Score(p_success=0.64, threshold=0.57, success=True, first_error_step=None,
+                             step_scores=[0.1] * 6, model="m"))
+    text = view.summary.text()
+    assert "SUCCESS" in text and "0.64" in text and "&ge; threshold 0.57" in text
+    assert "≥ its threshold 0.57" in view.summary.toolTip()
+    assert "⚠ model and environment disagree" in text and "environment: <b>failure</b>" in text
+    assert view.threshold_line.isVisible() and view.threshold_line.value() == pytest.approx(0.57)
+    assert view.p_success_line.value() == pytest.approx(0.64)
+    assert view.p_success_line.label.format.endswith("→ success")
+    assert not view.first_dev_line.isVisible()
+    assert "p(first deviation)" in view.legend.text() and "model threshold" in view.legend.text()
+    # A predicted failure: its first deviating step is marked where that step lies.
+    session.set_scores(Score(p_success=0.2, threshold=0.57, success=False, first_error_step=3, ood=0.4,
+                             step_scores=[0.1, 0.1, 0.1, 0.6, 0.05, 0.05], model="m"))
+    assert "ood 0.40" in view.summary.text()  # the model v2 measure, shown when it is there
+    assert "FAILURE" in view.summary.text() and "first deviation predicted at <b>step 3</b>" in view.summary.text()
+    assert "&lt; threshold 0.57" in view.summary.text() and "environment: <b>failure</b>" in view.summary.text()
+    assert "disagree" not in view.summary.text()
+    x0, x1 = STEP_STARTS[3] / FPS, STEP_STARTS[4] / FPS
+    assert view.first_dev_line.isVisible() and view.first_dev_line.value() == pytest.approx((x0 + x1) / 2)
+    hover = view.hover_text((x0 + x1) / 2)
+    assert hover.startswith("step 3") and "p(first deviation) 0.60" in hover and "predicted first deviation" in hover
+
+
+def test_an_unknown_score_never_reads_as_a_confident_probability(timeline):
+    from gui_app.core.score import Score
+
+    session, view, _traj = timeline
+    session.set_scores(Score(p_success=0.0, threshold=0.57, success=False, first_error_step=2, ood=1.8,
+                             unknown=True, step_scores=[0.0] * 6, model="v2"))
+    text = view.summary.text()
+    assert "UNKNOWN" in text and "is not a verdict" in text and "ood 1.80" in text
+    assert "FAILURE" not in text and "disagree" not in text
+    assert view.p_success_line.pen.style() == Qt.PenStyle.DotLine
+    assert view.p_success_line.label.format.endswith("→ unknown")
+    assert not view.first_dev_line.isVisible()  # no deviation claimed for a run the model cannot judge
+    session.set_scores(None)
+    assert "Not scored" in view.summary.text() and not view.threshold_line.isVisible()

@@ -9,7 +9,7 @@ from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
 from gui_app.qt.frame_image import to_array, to_qimage
-from gui_app.qt.video_view import VideoView, keyframe_for_step, mask_grid
+from gui_app.qt.video_view import VideoView, keyframe_for_frame, mask_grid
 from tests.gui.viewer_fixtures import STEP_STARTS, half_masks, make_score, open_session
 from tests.media import read_number
 
@@ -143,15 +143,28 @@ def test_overlay_dims_dropped_tokens_and_toggles(qtbot, viewer):
         return img[ly0:ly1, lx0:lx1].mean(), img[ry0:ry1, rx0:rx1].mean()
 
     plain_left, plain_right = region_means()
+    session.set_overlay(True)  # before scoring: no mask, and the view says why instead of doing nothing
+    assert "not scored yet" in view.overlay_text
+    assert region_means() == pytest.approx((plain_left, plain_right), rel=0.1)  # (the note's box aside) not dimmed
+    session.set_overlay(False)
+    # Keyframe 2 is the frame on screen at the end of step 3: frame 41, where step 4 starts.
     session.set_scores(make_score(p_success=0.3, step_scores=[0.1] * 6, masks=half_masks(3),
-                                  keyframe_steps=[0, 2, 4]))
+                                  keyframe_steps=[0, 2, 3]))
     assert region_means() == pytest.approx((plain_left, plain_right))  # scores alone change nothing: overlay off
     session.set_overlay(True)
     left, right = region_means()
     assert right < plain_right * 0.5  # dropped tokens (right half of the grid) dimmed
     assert abs(left - plain_left) < plain_left * 0.25  # kept tokens only tinted
-    assert "keyframe 2 (step 4)" in view._overlay_text
+    assert "frame 41 (keyframe 2, end of step 3)" in view.overlay_text
+    # The next frame was not seen by the model: no mask drawn over it, and the view says where one is.
+    session.set_frame(STEP_STARTS[4] + 1)
+    qtbot.waitUntil(lambda: view.shown_frame == STEP_STARTS[4] + 1)
+    plain_next = region_means()
+    assert plain_next[1] > right * 1.5
+    assert "No pruning mask for frame 42" in view.overlay_text
     session.set_overlay(False)
+    session.set_frame(STEP_STARTS[4])
+    qtbot.waitUntil(lambda: view.shown_frame == STEP_STARTS[4])
     assert region_means() == pytest.approx((plain_left, plain_right))
 
 
@@ -190,10 +203,10 @@ def test_drag_arrow_and_text_label(qtbot, viewer):
     assert box.max() > 200 and box.min() < 60
 
 
-def test_keyframe_for_step_and_flat_masks():
-    assert keyframe_for_step([0, 2, 4], 2) == 1
-    assert keyframe_for_step([0, 2, 4], 3) == 1  # no keyframe of its own: the last one before it
-    assert keyframe_for_step([2, 4], 1) is None
+def test_keyframe_for_frame_and_flat_masks():
+    assert keyframe_for_frame([7, 19, 33], 19) == 1
+    assert keyframe_for_frame([7, 19, 33], 20) is None  # a frame the model did not see has no mask
+    assert keyframe_for_frame([7, 19, 19], 19) == 2  # two steps ending on one frame: the later keyframe
     assert mask_grid(np.ones(48, bool), 320 / 240).shape == (6, 8)
     assert mask_grid(np.ones(48, bool), 1.0, grid=(4, 12)).shape == (4, 12)
 

@@ -144,3 +144,12 @@ def test_a_run_without_a_pointer_on_its_last_keyframe_is_flagged(capsys):
     assert json.loads(line)["warnings"] == [NO_POINTER]
     assert main(["score", path]) == 0
     assert f"note: {NO_POINTER}" in capsys.readouterr().out
+
+
+def test_the_onnx_arena_is_given_back_after_every_run(tiny_weights, syn_traj_dir):
+    """A batch padded to a long run grows the CPU arena by hundreds of MB; without shrinkage the app kept that peak
+    for good and grew it with every library scoring (issue 19; bench/scoring_memory.py measures the effect)."""
+    model = RewardModel.load(tiny_weights, backend="onnx")
+    entry = model.backend.run_options.get_run_config_entry("memory.enable_memory_arena_shrinkage")
+    assert entry == "cpu:0"
+    assert 0.0 <= model.score(native.load(syn_traj_dir)).p_success <= 1.0  # runs with it

@@ -56,7 +56,7 @@ def test_commands_end_to_end(syn_dataset, tmp_path, capsys):
     captured = capsys.readouterr()
     lines = [json.loads(x) for x in captured.out.strip().splitlines()]
     assert set(lines[0]) == {"path", "id", "p_success", "success", "first_error_step", "step_scores",
-                             "tokens_total", "tokens_kept", "seconds", "warnings"}
+                             "tokens_total", "tokens_kept", "seconds", "unknown", "warnings"}
     assert set(lines[1]) == {"path", "error"}
     assert captured.err.count("rollscope: error:") == 1 and "nope" in captured.err
     # Errors exit 1, as the README says, whether some or all items fail, with one line each on stderr.

@@ -119,25 +119,45 @@ def read_json(path: Path) -> Any:
         raise TrajectoryFormatError(path, None, exc.reason, line=exc.line) from None
 
 
+class TruncatedRecord(TrajectoryFormatError):
+    """The last line of a JSONL file is not valid JSON: the file was cut while it was written (a run killed
+    mid-step). The lines before it are good; a reader loads them and warns with :func:`truncation_warning`."""
+
+
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Any | TrajectoryFormatError]]:
     """``(line number, parsed value or the error for that line)`` for every non-blank line of a JSONL file.
 
-    Errors are yielded, not raised, so a caller can decide whether one bad line spoils the whole file.
+    Errors are yielded, not raised, so a caller can decide whether one bad line spoils the whole file. A bad last
+    line is a :class:`TruncatedRecord`.
     """
     text = read_text(path)
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    last = max((i for i, line in enumerate(lines, start=1) if line.strip()), default=0)
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             yield lineno, parse_json(line)
         except BadJSON as exc:
-            yield lineno, TrajectoryFormatError(path, None, exc.reason, line=lineno)
+            # A syntax error (BadJSON with a line) in the last record is a file cut while written; a number or
+            # nesting we refuse is bad wherever it is.
+            cut = lineno == last and exc.line is not None
+            yield lineno, (TruncatedRecord if cut else TrajectoryFormatError)(path, None, exc.reason, line=lineno)
 
 
-def read_jsonl_strict(path: Path) -> list[tuple[int, Any]]:
-    """Every record of a JSONL file; the first bad line raises."""
-    out = []
+def truncation_warning(error: TruncatedRecord, kept: int) -> str:
+    """The warning for a JSONL file cut in its last record, of which ``kept`` records before it were loaded."""
+    return f"{error}: the file ends in a cut record (truncated?); loaded the {kept} record(s) before it"
+
+
+def read_jsonl_strict(path: Path, warnings: list[str] | None = None) -> list[tuple[int, Any]]:
+    """Every record of a JSONL file; the first bad line raises, except a cut last line when ``warnings`` is given:
+    the records before it are returned and the cut is added to ``warnings``."""
+    out: list[tuple[int, Any]] = []
     for lineno, value in iter_jsonl(path):
+        if isinstance(value, TruncatedRecord) and warnings is not None and out:
+            warnings.append(truncation_warning(value, len(out)))
+            break
         if isinstance(value, TrajectoryFormatError):
             raise value
         out.append((lineno, value))
@@ -488,8 +508,9 @@ def _why_not_a_log(file: Path, need_time: bool) -> str:
     return f"its first record has no {what} (not a step log)"
 
 
-def read_step_log(path: Path, need_time: bool) -> list[dict[str, Any]]:
-    """Rows of a plain step log, checked and normalised, sorted by index.
+def read_step_log(path: Path, need_time: bool, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+    """Rows of a plain step log, checked and normalised, sorted by index. A JSONL log cut in its last record loads
+    the rows before it, with a warning added to ``warnings`` (when given).
 
     Each row: ``index``, ``t_start``, ``t_end`` (floats or None), ``action``, ``thought``, ``screenshot``, ``x``,
     ``y``, ``text``, ``line``. Times are seconds; ``HH:MM:SS(.fff)`` strings are accepted.
@@ -501,7 +522,7 @@ def read_step_log(path: Path, need_time: bool) -> list[dict[str, Any]]:
     if path.suffix.lower() == ".csv":
         raw = read_csv(path)
     else:
-        raw = read_jsonl_strict(path)
+        raw = read_jsonl_strict(path, warnings)
     rows: list[dict[str, Any]] = []
     for pos, (line, rec) in enumerate(raw):
         if not isinstance(rec, dict):

@@ -84,7 +84,7 @@ class ImageFolderImporter:
             traj.steps = [Step(index=i, screenshot=str(p), extra={"source_index": i}) for i, p in enumerate(images)]
             return traj
         traj.metadata["step_log"] = str(log)
-        rows = c.read_step_log(log, need_time=False)
+        rows = c.read_step_log(log, need_time=False, warnings=warnings)
         named = {r["screenshot"] for r in rows if r["screenshot"]}
         unnamed = iter([p for p in images if p.name not in named])
         for i, row in enumerate(rows):

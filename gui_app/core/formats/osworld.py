@@ -202,6 +202,9 @@ class OSWorldImporter:
         raw: list[str] | None = None
         for lineno, rec in c.iter_jsonl(log):
             if isinstance(rec, TrajectoryFormatError):
+                if isinstance(rec, c.TruncatedRecord) and steps and "error" not in traj.metadata:
+                    warnings.append(c.truncation_warning(rec, len(steps)))  # killed mid-write: keep what was done
+                    break
                 if "error" not in traj.metadata:
                     raise rec
                 # One run.py variant writes the traceback as plain text after its {"Error": ...} line.

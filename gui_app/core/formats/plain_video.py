@@ -86,7 +86,7 @@ class PlainVideoImporter:
             warnings.append(f"{root}: no step log (steps.jsonl or steps.csv with a start time per step)")
             return traj
         traj.metadata["step_log"] = str(log)
-        rows = c.read_step_log(log, need_time=True)
+        rows = c.read_step_log(log, need_time=True, warnings=warnings)
         for i, row in enumerate(rows):
             step = c.log_step(row, root, i, warnings, log)
             step.t_start = row["t_start"]

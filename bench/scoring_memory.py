@@ -1,0 +1,100 @@
+"""Memory of the real main window across library scorings: RSS idle, after one "score the whole library", after
+each rescoring.
+
+Issue 19 measured 195 MB idle, 736 MB after scoring the 16 bundled samples, then 810 and 860 MB on rescoring: memory
+grew with every scoring. This bench repeats that path (``MainWindow.score_library`` on a copy of
+``resources/samples``, the shipped weights) and prints the resident memory at each point, plus the growth from the
+first scoring to the last (what a leak shows as) and the Python heap's growth (tracemalloc) over the same span.
+
+Figures:
+    rss_idle_mb                      the window open on the library, a run open, nothing scored yet
+    rss_after_scoring_mb             after the first library scoring (the model loaded, its buffers allocated)
+    rss_after_rescoring_<k>_mb       after the k-th scoring more
+    rss_growth_per_rescoring_mb      (last - first scoring) / rescorings
+    rss_growth_per_rescoring_after_the_first_mb   the same from the first rescoring on (the first one still warms
+                                     up: a second worker thread's heap, the decoders of the runs it meets): ~0 when
+                                     nothing leaks
+    python_heap_growth_kb            tracemalloc's traced memory, last scoring minus first
+
+Usage: ``bench/scoring_memory.py [--quick] [--json] [--rescorings K]``
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import tracemalloc
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from _common import REPO, Figures, log, parser, rss_mb, run_until  # noqa: E402
+
+
+def main() -> int:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--rescorings", type=int, default=4, help="scorings after the first (default 4; --quick 2)")
+    args = p.parse_args()
+    figs = Figures(args.json)
+    rescorings = 2 if args.quick else args.rescorings
+    os.environ["ROLLSCOPE_CONFIG_DIR"] = tempfile.mkdtemp(prefix="rollscope-bench-")
+    samples = REPO / "resources" / "samples"
+    root = Path(shutil.copytree(samples, Path(tempfile.mkdtemp(prefix="rollscope-mem-")) / "samples",
+                                ignore=shutil.ignore_patterns(".rollscope")))
+
+    from gui_app.qt.app import make_app
+    from gui_app.qt.main_window import MainWindow
+
+    app = make_app([sys.argv[0]])
+    win = MainWindow()
+    win.resize(1400, 860)
+    win.show()
+    scanned: list = []
+    win.scanner.scanned.connect(scanned.append)
+    win.open_path(root)
+    if not run_until(app, lambda: bool(scanned) and not win.library.model.pending, 300):
+        log("scan did not finish")
+        return 1
+    loaded: list = []
+    win.loader.loaded.connect(loaded.append)
+    win.library.select_row(0)
+    run_until(app, lambda: bool(loaded), 60)
+    run_until(app, lambda: False, 1.0)  # settle: the frames of the open run decoded, the library read
+    figs.add("trajectories", win.library.model.rowCount())
+    figs.add("rss_idle_mb", rss_mb(), "MiB")
+
+    def score_once() -> float:
+        scored: list = []
+        win.scorer.scored.connect(scored.append)
+        win.score_library()
+        if not run_until(app, lambda: bool(scored) and win.scorer.job is None, 600):
+            raise RuntimeError(f"scoring did not finish: {win.notifier.history[-2:]}")
+        win.scorer.scored.disconnect()
+        run_until(app, lambda: not win.library.model.pending, 60)
+        run_until(app, lambda: False, 0.5)
+        return rss_mb()
+
+    tracemalloc.start()
+    first = figs.add("rss_after_scoring_mb", score_once(), "MiB")
+    heap0 = tracemalloc.get_traced_memory()[0]
+    last = second = first
+    for k in range(1, rescorings + 1):
+        log(f"rescoring {k}/{rescorings}")
+        last = figs.add(f"rss_after_rescoring_{k}_mb", score_once(), "MiB")
+        second = last if k == 1 else second
+    heap1 = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    figs.add("rss_growth_per_rescoring_mb", (last - first) / max(rescorings, 1), "MiB")
+    if rescorings > 1:
+        figs.add("rss_growth_per_rescoring_after_the_first_mb", (last - second) / (rescorings - 1), "MiB")
+    figs.add("python_heap_growth_kb", (heap1 - heap0) / 1024, "KiB")
+    figs.add("scored_p_success_shown", win.session.scores is not None)
+    win.close()
+    figs.emit()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

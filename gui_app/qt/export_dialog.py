@@ -1,0 +1,234 @@
+"""File → Export…: the formats and filters of ``rollscope export``, run in a worker with progress and cancel.
+
+:class:`ExportDialog` asks for an :class:`ExportRequest` (format, output path, the same filters as the command line:
+annotator, adjudicated only, taxonomy label, human verdict, split by task). :func:`export_task` is what the worker
+runs: the core's :func:`gui_app.core.export.export` over the open library's store, joined with its catalog, with
+the store's record count as the progress total. :class:`ExportController` submits it through the runner and reports
+what was written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
+                               QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
+
+from gui_app.core.catalog import Catalog
+from gui_app.core.errors import RollscopeError
+from gui_app.core.export import FORMATS, ExportFilter, ExportResult, export
+from gui_app.core.store import AnnotationStore
+from gui_app.qt.notify import Notifier
+from gui_app.qt.session import Session
+from gui_app.qt.workers import Job, Reporter, Runner
+
+# format -> (what it is, file suffix; '' for a folder)
+FORMAT_INFO: dict[str, tuple[str, str]] = {
+    "parquet": ("Parquet table, one row per record", ".parquet"),
+    "jsonl": ("JSON Lines, one record per line", ".jsonl"),
+    "csv": ("CSV (list columns as JSON text)", ".csv"),
+    "hf": ("Hugging Face datasets folder with a dataset card", ""),
+    "sft": ("Reward-model training data (ExeVRM-style chat JSONL)", ".jsonl"),
+    "whowhen": ("Who&When failure-attribution records (JSONL)", ".jsonl"),
+}
+assert tuple(FORMAT_INFO) == FORMATS  # one entry per core format
+
+
+@dataclass
+class ExportRequest:
+    """What to export where: the arguments of ``rollscope export``."""
+
+    fmt: str
+    out: Path
+    filters: ExportFilter = field(default_factory=ExportFilter)
+    split_by_task: bool = False
+    test_fraction: float = 0.2
+    join_catalog: bool = True
+
+    @property
+    def writes_folder(self) -> bool:
+        return self.fmt == "hf" or self.split_by_task
+
+
+def export_task(store: AnnotationStore, catalog: Catalog | None, request: ExportRequest,
+                rep: Reporter) -> ExportResult:
+    """Run one export (worker thread): progress counts records against the store's total; cancel stops it before
+    anything is written."""
+    total = store.count()
+    done = 0
+    rep.progress(0, total, f"exporting {request.fmt}")
+
+    def progress(n: int) -> None:
+        nonlocal done
+        done += n
+        rep.check()  # raises JobCancelled: the export stops before writing its file
+        rep.progress(min(done, total), total, f"exporting {request.fmt}")
+
+    result = export(store, request.out, request.fmt, catalog=catalog if request.join_catalog else None,
+                    filters=request.filters, split_by_task=request.split_by_task,
+                    test_fraction=request.test_fraction, progress=progress)
+    rep.progress(total, total, f"wrote {result.rows} rows")
+    return result
+
+
+class ExportDialog(QDialog):
+    """The export options, as ``rollscope export`` takes them."""
+
+    def __init__(self, annotators: list[str], start: Path, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Export labels")
+        self._start = start
+        self.format = QComboBox(self)
+        for fmt, (text, _suffix) in FORMAT_INFO.items():
+            self.format.addItem(f"{fmt} — {text}", fmt)
+        self.out = QLineEdit(self)
+        browse = QPushButton("Browse…", self)
+        browse.clicked.connect(self._browse)
+        out_row = QHBoxLayout()
+        out_row.addWidget(self.out, 1)
+        out_row.addWidget(browse)
+        self.annotator = QComboBox(self)
+        self.annotator.addItem("every annotator", None)
+        for name in annotators:
+            self.annotator.addItem(name, name)
+        self.adjudicated = QCheckBox("only adjudicated (final) records", self)
+        self.label = QLineEdit(self)
+        self.label.setPlaceholderText("any (e.g. computer_use:input.typo, input.typo or input)")
+        self.outcome = QComboBox(self)
+        for text, value in (("any verdict", None), ("success", "success"), ("failure", "failure")):
+            self.outcome.addItem(text, value)
+        self.split = QCheckBox("train/test split with whole tasks on one side", self)
+        self.fraction = QDoubleSpinBox(self)
+        self.fraction.setRange(0.05, 0.95)
+        self.fraction.setSingleStep(0.05)
+        self.fraction.setValue(0.2)
+        self.join = QCheckBox("join the catalog (instruction, task, outcome, model score)", self)
+        self.join.setChecked(True)
+        self.note = QLabel(self)
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: #888")
+        form = QFormLayout()
+        form.addRow("Format", self.format)
+        form.addRow("Output", out_row)
+        form.addRow("Annotator", self.annotator)
+        form.addRow("", self.adjudicated)
+        form.addRow("Taxonomy label", self.label)
+        form.addRow("Human verdict", self.outcome)
+        form.addRow("Split", self.split)
+        form.addRow("Test fraction", self.fraction)
+        form.addRow("", self.join)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel,
+                                        self)
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Export")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.note)
+        layout.addWidget(self.buttons)
+        self.format.currentIndexChanged.connect(lambda _i: self._format_changed())
+        self.split.toggled.connect(lambda _on: self._format_changed())
+        self.out.textChanged.connect(lambda _t: self._validate())
+        self._format_changed()
+        self.resize(620, 0)
+
+    def request(self) -> ExportRequest:
+        """The request the dialog holds now."""
+        label = self.label.text().strip() or None
+        return ExportRequest(
+            fmt=str(self.format.currentData()), out=Path(self.out.text().strip()).expanduser(),
+            filters=ExportFilter(annotator=self.annotator.currentData(), adjudicated_only=self.adjudicated.isChecked(),
+                                 taxonomy_label=label, outcome=self.outcome.currentData()),
+            split_by_task=self.split.isChecked(), test_fraction=float(self.fraction.value()),
+            join_catalog=self.join.isChecked())
+
+    def _format_changed(self) -> None:
+        req = self.request()
+        suffix = FORMAT_INFO[req.fmt][1]
+        current = self.out.text().strip()
+        base = Path(current).parent if current else self._start
+        stem = Path(current).stem if current else "labels"
+        self.out.setText(str(base / (stem if req.writes_folder else stem + suffix)))
+        self.fraction.setEnabled(req.split_by_task)
+        self.note.setText("Writes a folder (train/ and test/ files, or a Hugging Face dataset)." if req.writes_folder
+                          else "Writes one file.")
+        self._validate()
+
+    def _validate(self) -> None:
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(bool(self.out.text().strip()))
+
+    def _browse(self) -> None:
+        req = self.request()
+        if req.writes_folder:
+            path = QFileDialog.getExistingDirectory(self, "Export into folder", str(req.out.parent))
+        else:
+            path, _ = QFileDialog.getSaveFileName(self, "Export to file", str(req.out))
+        if path:
+            self.out.setText(path)
+
+
+class ExportController(QObject):
+    """Runs exports of the session's library in a worker and says what they wrote.
+
+    Signals:
+        exported(object): the :class:`~gui_app.core.export.ExportResult` of an export that finished.
+    """
+
+    exported = Signal(object)
+
+    def __init__(self, runner: Runner, session: Session, notifier: Notifier, parent: QObject | None = None):
+        super().__init__(parent)
+        self.runner, self.session, self.notifier = runner, session, notifier
+        self.job: Job | None = None
+
+    def annotators(self) -> list[str]:
+        library = self.session.library
+        if library is None or library.store is None:
+            return []
+        try:
+            return library.store.annotators()
+        except RollscopeError:
+            return []
+
+    def ask(self, parent: QWidget) -> Job | None:
+        """File → Export…: the dialog, then the export it asks for (in a worker)."""
+        library = self.session.library
+        if library is None or library.store is None:
+            self.notifier.info("Open a folder with labels first (Ctrl+O)")
+            return None
+        start = library.root if library.root.is_dir() else library.root.parent
+        dialog = ExportDialog(self.annotators(), start, parent)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        return self.start(dialog.request())
+
+    def start(self, request: ExportRequest) -> Job | None:
+        """Export the open library's labels as ``request`` says (in a worker)."""
+        library = self.session.library
+        if library is None or library.store is None:
+            self.notifier.info("Open a folder with labels first (Ctrl+O)")
+            return None
+        if self.job is not None:
+            self.notifier.info("An export is already running (Esc cancels it)")
+            return None
+        store, catalog = library.store, library.catalog
+        job = self.runner.submit(f"Exporting {request.fmt} to {request.out}",
+                                 lambda rep: export_task(store, catalog, request, rep),
+                                 on_result=self._done, on_cancelled=lambda _r: self.notifier.info(
+                                     "Export cancelled: nothing was written"), start=False)
+        job.finished.connect(lambda: setattr(self, "job", None))
+        self.job = job
+        self.runner.start(job)
+        return job
+
+    def _done(self, result: ExportResult) -> None:
+        split = "" if not result.by_split else " (" + ", ".join(f"{k} {v}" for k, v in result.by_split.items()) + ")"
+        skipped = f"; {result.skipped} without a success/failure verdict skipped" if result.skipped else ""
+        text = f"Exported {result.rows} rows{split} as {result.format}: {', '.join(result.paths)}{skipped}"
+        if result.warnings:
+            self.notifier.warning(f"{text}; {len(result.warnings)} warning(s): {result.warnings[0]}")
+        else:
+            self.notifier.info(text)
+        self.exported.emit(result)
