@@ -396,6 +396,7 @@ class SqlAnnotationStore(AnnotationStore):
     """
 
     FOR_UPDATE = ""
+    read_only = False  # opened for reading only (a SQLite file, see SqliteAnnotationStore); writes raise
     location: str
 
     # --- backend hooks -------------------------------------------------------------------------
