@@ -44,14 +44,15 @@ def main() -> None:
     from gui_app.core.scoring import score_many
     from models.runtime import RewardModel
 
-    samples = expand([str(REPO / "resources" / "samples")])
+    root = str(REPO / "resources" / "samples")  # one library: derived runs read media of the runs they came from
+    samples = expand([root])
     n = args.n or (16 if args.quick else 48)
     items = (samples * (n // len(samples) + 1))[:n]
 
     model = RewardModel.load()
-    score_many(items[:2], model)  # warm caches (decoders, onnxruntime arenas) as a long run has them
+    score_many(items[:2], model, library_root=root)  # warm caches (decoders, onnxruntime arenas) as a long run has them
     t0 = time.perf_counter()
-    out = score_many(items, model)
+    out = score_many(items, model, library_root=root)
     local = len(out) / (time.perf_counter() - t0) * 60
     assert all(oc.result is not None for oc in out)
     fig.add("local_per_min", local, "trajectories/min")
@@ -64,9 +65,9 @@ def main() -> None:
                  object_store_memory=100 * 1024 ** 2)
         with RayScoring(partial(RewardModel.load, None), workers=workers) as pool:
             fig.add(f"ray_{workers}w_startup_s", time.perf_counter() - t0, "s")
-            list(pool.run(items[:2 * workers]))  # each worker's first chunk warms it, as above
+            list(pool.run(items[:2 * workers], library_root=root))  # each worker's first chunk warms it, as above
             t0 = time.perf_counter()
-            got = list(pool.run(items))
+            got = list(pool.run(items, library_root=root))
             rates[workers] = len(got) / (time.perf_counter() - t0) * 60
             assert all(oc.result is not None for oc in got)
         ray.shutdown()

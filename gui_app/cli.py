@@ -2,17 +2,22 @@
 
 Each subcommand lives in ``gui_app/commands/<name>.py`` with ``add_arguments(parser)`` and ``run(args) -> int``;
 a module is imported only to build the parser, and its heavy imports happen inside ``run``. Domain errors
-(:class:`RollscopeError`) end the command with exit status 1 and one line on stderr.
+(:class:`RollscopeError`) end the command with exit status 1 and one line on stderr. So does anything else, as an
+"internal error" line asking for a report (``ROLLSCOPE_DEBUG=1`` shows the traceback): whatever a file holds, the user
+gets one line, never a traceback. Output cut short by the reader (``rollscope inspect X --json | head``) ends
+quietly with status 141, as a command killed by SIGPIPE does.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import os
 import sys
 
 from gui_app import __version__
-from gui_app.core.errors import RollscopeError
+from gui_app.core.errors import RollscopeError, clip
 
 # name -> (module, one-line help). Plain `rollscope` with no subcommand opens the GUI.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -49,17 +54,46 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            # Text from a file may hold what the terminal's encoding cannot (a lone surrogate from a JSON escape):
+            # shown escaped, never an encoding error at the last step.
+            stream.reconfigure(errors="backslashreplace")
     if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
         argv = ["open", *argv]  # plain `rollscope [PATH]` opens the GUI
     args = build_parser().parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        status = int(args._run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
     except RollscopeError as exc:
         print(f"rollscope: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("rollscope: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        print("rollscope: error: out of memory", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 -- the last line of defence: one line instead of a traceback
+        if os.environ.get("ROLLSCOPE_DEBUG"):
+            raise
+        print(f"rollscope: internal error (please report it; ROLLSCOPE_DEBUG=1 shows where): "
+              f"{clip(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+        return 70  # EX_SOFTWARE
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe: send what is still buffered nowhere (Python would otherwise report the
+    failed flush at exit) and end like a command killed by SIGPIPE."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 128 + 13
 
 
 if __name__ == "__main__":

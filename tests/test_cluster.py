@@ -40,8 +40,9 @@ def samples() -> list[str]:
 
 @pytest.fixture(scope="module")
 def local(samples) -> dict[str, dict]:
-    """The samples scored here, as ``rollscope score --json`` prints them (without timings)."""
-    return {oc.key: comparable(oc) for oc in score_many(samples, RewardModel.load())}
+    """The samples scored here, as ``rollscope score --json`` prints them (without timings). The samples are one
+    library: derived runs read their media from the runs they were derived from, inside it."""
+    return {oc.key: comparable(oc) for oc in score_many(samples, RewardModel.load(), library_root=SAMPLES)}
 
 
 def comparable(oc: ScoreOutcome) -> dict:
@@ -71,7 +72,7 @@ def test_ray_scores_equal_local_scores_with_an_error_line_and_the_catalog(ray_in
     catalog = Catalog(tmp_path / "catalog.sqlite")
     with RayScoring(factory(), workers=2, chunk=3) as pool:
         assert len(set(pool.stats.pids)) == 2 and os.getpid() not in pool.stats.pids  # model loaded per worker
-        got = list(pool.run([*samples, str(junk)], catalog=catalog))
+        got = list(pool.run([*samples, str(junk)], catalog=catalog, library_root=str(SAMPLES)))
     by_key = {oc.key: oc for oc in got}
     assert len(got) == len(samples) + 1 and set(by_key) == {*samples, str(junk)}
     bad = by_key.pop(str(junk))
@@ -91,7 +92,7 @@ def test_a_worker_killed_mid_run_gets_its_items_sent_again(ray_instance, samples
     with RayScoring(factory(), workers=2, chunk=1) as pool:
         victim = pool.stats.pids[0]
         got = []
-        for oc in pool.run(items):
+        for oc in pool.run(items, library_root=str(SAMPLES)):
             got.append(oc)
             if len(got) == 1:
                 os.kill(victim, signal.SIGKILL)

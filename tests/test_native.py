@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,12 +29,19 @@ json_values = st.recursive(
 
 @st.composite
 def steps(draw, n: int) -> list[Step]:
+    """Steps whose times a recording can have (starts in order, each end after its start): any other time loads
+    with a warning and is dropped (tests/hostile/test_hostile_formats.py)."""
     out = []
+    start = 0.0
+    gap = st.floats(min_value=0, max_value=1e5, allow_nan=False)
     for i in range(n):
+        start += draw(gap)
+        t_start = draw(st.none() | st.just(start))
+        t_end = draw(st.none() | st.just(start + draw(gap)))
         out.append(Step(
             index=i,
-            t_start=draw(st.none() | non_neg),
-            t_end=draw(st.none() | non_neg),
+            t_start=t_start,
+            t_end=t_end,
             action=draw(text),
             action_type=draw(st.sampled_from(ACTION_TYPES)),
             x=draw(st.none() | finite),
@@ -83,7 +91,9 @@ def test_media_paths_are_relative_on_disk_and_absolute_in_memory(tmp_path):
     d = tmp_path / "t"
     (d / "frames").mkdir(parents=True)
     (d / "frames" / "0.png").write_bytes(b"\x89PNG\r\n\x1a\n")
-    (d / "video.mp4").write_bytes(b"x")
+    # A real recording: a file that is no video (one byte of text) loads with a warning and no video.
+    (d / "video.mp4").write_bytes((Path(__file__).parents[1] / "resources" / "samples" / "miniwob" /
+                                   "click-tab-success" / "video.mp4").read_bytes())
     outside = tmp_path / "elsewhere" / "1.png"
     outside.parent.mkdir()
     outside.write_bytes(b"\x89PNG\r\n\x1a\n")

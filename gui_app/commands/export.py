@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from gui_app.commands.labels import add_store_arguments, open_store_from
+from gui_app.commands.labels import add_store_arguments, open_catalog_from, open_store_from
 
 # gui_app.core.export.FORMATS, spelled out so that building the CLI parser does not import polars
 FORMATS = ("parquet", "jsonl", "csv", "hf", "sft", "whowhen")
@@ -33,10 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
     from gui_app.core.export import ExportFilter, export
 
-    catalog = args.catalog
-    if catalog is None and (Path(args.root) / ".rollscope" / "catalog.sqlite").exists():
-        catalog = Path(args.root) / ".rollscope" / "catalog.sqlite"
-    store = open_store_from(args, must_exist=True)
+    catalog = open_catalog_from(args)
+    store = open_store_from(args, must_exist=True, read_only=True)
     try:
         flt = ExportFilter(annotator=args.annotator, adjudicated_only=args.adjudicated_only,
                            taxonomy_label=args.taxonomy_label, outcome=args.outcome)
@@ -45,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
                          test_fraction=args.test_fraction, progress=b.update)
     finally:
         store.close()
+        if catalog is not None:
+            catalog.close()
     if args.json:
         print(json.dumps(res.to_dict()))
     else:

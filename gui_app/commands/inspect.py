@@ -14,6 +14,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="trajectory file or directory (PATH#N selects one of a multi-trajectory file)")
     p.add_argument("--format", dest="fmt", default=None, help="importer name (default: detect from content)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--root", default=None,
+                   help="library root: media may be read from anywhere under it (default: only the trajectory's "
+                        "own folder)")
     add_tasks_root(p)
 
 
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from gui_app.core import formats, video
     from gui_app.core.errors import VideoError
 
-    traj = formats.load(args.path, args.fmt)
+    traj = formats.load(args.path, args.fmt, library_root=args.root)
     if traj.video is not None and (traj.video.fps is None or traj.video.frames is None):
         try:
             traj.video = video.probe(traj.video.path)

@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 
+# Actions that only read the store: they open it read-only.
+READ_ONLY = ("list", "show", "audit", "final")
+
 STORE_HELP = ("annotation store: a SQLite file, or a team's server as postgresql://USER@HOST:PORT/DB "
               "(default: ROOT/.rollscope/labels.sqlite)")
 
@@ -35,11 +38,12 @@ def add_store_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=".", help="library root, for the default store and catalog (default: .)")
 
 
-def open_store_at(location: str | None, root: str = ".", must_exist: bool = False) -> Any:
-    """The store at ``location`` (a SQLite file or a ``postgresql://`` URL), else the library's under ``root``.
+def open_store_at(location: str | None, root: str = ".", must_exist: bool = False, read_only: bool = False) -> Any:
+    """The store at ``location`` (a SQLite file or a ``postgresql://`` URL), else the library's under ``root``;
+    ``read_only``: a SQLite file is opened without creating or changing anything (it must exist).
 
     Raises:
-        StoreError: ``must_exist`` and there is no SQLite file there; or it cannot be opened
+        StoreError: ``must_exist`` or ``read_only`` and there is no SQLite file there; or it cannot be opened
             (StoreUnavailable: its server cannot be reached).
     """
     from gui_app.core.store import StoreError, default_path, is_url, open_store
@@ -47,24 +51,37 @@ def open_store_at(location: str | None, root: str = ".", must_exist: bool = Fals
     if is_url(location):
         return open_store(location)  # a server's database: created tables and all on first use
     path = Path(location) if location else default_path(root)
-    if must_exist and not path.exists():
+    if (must_exist or read_only) and not path.exists():
         raise StoreError(path, "no annotation store here (use --store PATH or --root LIBRARY)")
-    return open_store(path)
+    return open_store(path, read_only=read_only)
 
 
 def open_catalog_from(args: argparse.Namespace) -> Any:
-    """The library's catalog (to resolve trajectory ids), or None when there is none."""
+    """The library's catalog (to resolve trajectory ids), or None when there is none.
+
+    The default one (``ROOT/.rollscope/catalog.sqlite``) is optional: when it cannot be opened (a read-only library
+    whose catalog was never brought to this schema), the command goes on without it and says so. One named by
+    ``--catalog`` must open.
+    """
     from gui_app.core.catalog import CATALOG_DIR, CATALOG_NAME, Catalog
+    from gui_app.core.errors import CatalogError
 
     if getattr(args, "catalog", None):
         return Catalog(args.catalog, library_root=args.root)
     path = Path(args.root) / CATALOG_DIR / CATALOG_NAME
-    return Catalog(path) if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        return Catalog(path)
+    except CatalogError as exc:
+        print(f"rollscope: note: the library's catalog is not used: {exc}", file=sys.stderr)
+        return None
 
 
-def open_store_from(args: argparse.Namespace, must_exist: bool = False) -> Any:
-    """The store named by ``--store`` / ``--root``."""
-    return open_store_at(args.store, args.root, must_exist)
+def open_store_from(args: argparse.Namespace, must_exist: bool = False, read_only: bool = False) -> Any:
+    """The store named by ``--store`` / ``--root``; ``read_only`` for commands that only read it (they then work
+    on a SQLite store they may not write, and never create or change a file)."""
+    return open_store_at(args.store, args.root, must_exist, read_only)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -161,11 +178,11 @@ def run(args: argparse.Namespace) -> int:
         return _migrate(args)
     from gui_app.core.identity import migrate_store, resolve
 
-    store = open_store_from(args, must_exist=cmd != "import")
+    store = open_store_from(args, must_exist=cmd != "import", read_only=cmd in READ_ONLY)
     catalog = open_catalog_from(args)
     failed = False
     try:
-        if catalog is not None:
+        if catalog is not None and not store.read_only:  # a read-only command changes nothing, not even keys
             for note in migrate_store(store, catalog).notes():
                 print(f"rollscope: note: {note}", file=sys.stderr)
 

@@ -45,7 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gui_app.core.queue import LabelQueue
 
-    store = open_store_from(args, must_exist=args.queue_command != "build")
+    # `next` writes: in an open queue it claims the item for the annotator.
+    store = open_store_from(args, must_exist=args.queue_command != "build", read_only=args.queue_command == "status")
     try:
         if args.queue_command == "build":
             from gui_app.core.catalog import Catalog

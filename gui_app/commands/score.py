@@ -35,6 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                  "`rollscope model`)")
     p.add_argument("--catalog", default=None, help="catalog database to record the scores in")
     p.add_argument("--batch-size", type=int, default=8, help="trajectories per forward pass")
+    p.add_argument("--root", default=None,
+                   help="library root: media may be read from anywhere under it (default: the folder, when one "
+                        "folder is given); media outside a trajectory's own folder and the library are not read")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="score on Ray workers (pip install 'rollscope[cluster]'): a local Ray instance without "
                         "ADDRESS, else the cluster at ADDRESS (auto, HOST:PORT, ray://HOST:10001); media must be "
@@ -60,6 +63,15 @@ def expand(paths: list[str]) -> list[str]:
         else:
             out.append(raw)
     return out
+
+
+def library_root(root: str | None, paths: list[str]) -> str | None:
+    """``--root``, else the one folder given (a library scored whole), else None (each trajectory's own folder)."""
+    from pathlib import Path
+
+    if root is not None:
+        return root
+    return paths[0] if len(paths) == 1 and Path(paths[0]).is_dir() else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,12 +109,13 @@ def run(args: argparse.Namespace) -> int:
         print_outcome(oc, args.json)
 
     try:
+        root = library_root(args.root, args.paths)
         if args.ray is not None:
             from gui_app.core.cluster import score_on_ray
 
             factory = partial(RewardModel.load, args.model, backend=args.backend)
             stats = score_on_ray(paths, factory, address=args.ray, workers=args.workers, catalog=catalog,
-                                 prune=args.prune, chunk=args.batch_size, on_outcome=show,
+                                 prune=args.prune, chunk=args.batch_size, on_outcome=show, library_root=root,
                                  progress=lambda done, total: pbar.update(done - pbar.n))
             if stats.retried and not args.json:
                 print(f"note: {stats.retried} trajectories were sent again after {stats.replaced} Ray worker(s) "
@@ -112,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
             model = RewardModel.load(args.model, backend=args.backend)
             score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size, on_outcome=show,
-                       progress=lambda done, total: pbar.update(done - pbar.n))
+                       progress=lambda done, total: pbar.update(done - pbar.n), library_root=root)
     finally:
         pbar.close()
         if catalog is not None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gui_app.core import db
-from gui_app.core.errors import CatalogError, RollscopeError
+from gui_app.core.errors import CatalogError, RollscopeError, clip
 from gui_app.core.identity import library_key
 from gui_app.core.score import Score
 from gui_app.core.trajectory import Trajectory
@@ -234,7 +234,27 @@ def _signature(path: str) -> tuple[int, int, int]:
 
 def _error_text(exc: BaseException) -> str:
     # Our own errors already name file, line and field; anything else is an importer bug, so say what kind.
-    return str(exc) if isinstance(exc, RollscopeError) else f"{type(exc).__name__}: {exc}"
+    return clip(str(exc) if isinstance(exc, RollscopeError) else f"{type(exc).__name__}: {exc}")
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _sql_value(value: Any) -> Any:
+    """``value`` as SQLite can store it: an integer beyond 64 bits as a float (None past a float's range), text
+    with a lone surrogate (JSON's ``"\\ud800"``) with it replaced. Raw values would make the batch's insert raise
+    and take the good units beside a bad one down with it."""
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+    return value
 
 
 def _task_of(traj: Trajectory) -> str | None:
@@ -433,7 +453,7 @@ class Catalog:
             known = self._known_units(conn, str(root))  # path -> (size, mtime_ns, n_entries, format)
             counts = self._stored_counts(conn, str(root))  # path -> (format, n_ok, error or None)
 
-        batch: list[tuple[str, str, tuple[int, int, int], list[Trajectory] | None, str | None]] = []
+        batch: list[tuple[str, str, tuple[int, int, int], list[tuple[Any, ...]]]] = []
         last_flush = time.perf_counter()
         total = len(units)
         for done, (path, imp) in enumerate(units, 1):
@@ -455,9 +475,11 @@ class Catalog:
                     if progress is not None:
                         progress(done, total, path)
                     continue
-                trajs, err = self._load_unit(Path(path), imp)
-            batch.append((path, imp.name, sig, trajs, err))
-            self._tally(report, imp.name, len(trajs or []), path, err)
+                trajs, err = self._load_unit(Path(path), imp, self.library_root or root)
+            rows = self._unit_rows(path, imp.name, trajs, err, time.time())
+            batch.append((path, imp.name, sig, rows))
+            row_error = rows[0][13] if len(rows) == 1 else None  # the error column: set on a unit's one error row
+            self._tally(report, imp.name, 0 if row_error else len(rows), path, row_error)
             if len(batch) >= _BATCH_UNITS or time.perf_counter() - last_flush > _BATCH_SECONDS:
                 self._write_units(conn, batch)
                 batch, last_flush = [], time.perf_counter()
@@ -489,10 +511,12 @@ class Catalog:
             report.errors.append({"path": path, "error": error})
 
     @staticmethod
-    def _load_unit(path: Path, imp: Any) -> tuple[list[Trajectory] | None, str | None]:
+    def _load_unit(path: Path, imp: Any, library_root: Path) -> tuple[list[Trajectory] | None, str | None]:
+        from gui_app.core.formats import load_unit
+
         try:
             # align=False: placing steps in a recording decodes the whole video, and a listing needs no step times.
-            trajs = imp.load_all(path, align=False)
+            trajs = load_unit(path, imp, align=False, library_root=library_root)
         except Exception as exc:  # noqa: BLE001 -- one bad unit (or importer bug) must not end a scan of thousands
             return None, _error_text(exc)
         if not trajs:
@@ -522,30 +546,16 @@ class Catalog:
         return {p: (f, int(n or 0), e) for p, f, n, e in rows}
 
     def _write_units(self, conn: sqlite3.Connection,
-                     batch: list[tuple[str, str, tuple[int, int, int], list[Trajectory] | None, str | None]]) -> None:
+                     batch: list[tuple[str, str, tuple[int, int, int], list[tuple[Any, ...]]]]) -> None:
         now = time.time()
         traj_rows: list[tuple[Any, ...]] = []
         file_rows = []
         paths = []
-        for path, fmt, (size, mtime, n_entries), trajs, err in batch:
-            paths.append((path,))
-            file_rows.append((path, fmt, size, mtime, n_entries, now))
-            if trajs is None:
-                name = os.path.basename(path.rstrip(os.sep)) or path
-                traj_rows.append((path, name, path, fmt, "", None, None, None, None, None, None, None, 0, err, 0, now,
-                                  name.lower(), library_key(path, self.library_root)))
-                continue
-            multi = len(trajs) > 1
-            for i, t in enumerate(trajs):
-                key = f"{path}#{i}" if multi else path
-                task = _task_of(t)
-                ref = library_key(key, self.library_root)
-                search = " ".join(x for x in (t.id, t.instruction, task, ref) if x).lower()
-                success = t.outcome.success
-                traj_rows.append((key, t.id, path, fmt, t.instruction or "", task, t.app,
-                                  t.n_steps, t.duration, None if success is None else int(success), t.outcome.score,
-                                  t.outcome.source, int(t.video is not None), None, len(t.warnings), now, search,
-                                  ref))
+        for path, fmt, (size, mtime, n_entries), rows in batch:
+            stored = rows[0][2]  # the path column (see _unit_rows)
+            paths.append((stored,))
+            file_rows.append((stored, fmt, size, mtime, n_entries, now))
+            traj_rows.extend(rows)
 
         def write() -> None:
             conn.executemany("DELETE FROM trajectories WHERE path = ?", paths)
@@ -577,6 +587,39 @@ class Catalog:
                              "FROM latest_scores WHERE key = ?) WHERE key = ?", (new, new))
 
         self._rows_write(conn, write, "cannot carry scores over to moved units")
+
+    def _unit_rows(self, path: str, fmt: str, trajs: list[Trajectory] | None, err: str | None,
+                   now: float) -> list[tuple[Any, ...]]:
+        """The trajectory rows of one unit: one per trajectory, or one carrying the error; every value one SQLite
+        can store (see :func:`_sql_value`), so one unit's odd value never fails the batch it is written with."""
+        stored = _sql_value(path)
+        if stored != path:  # a name that is not UTF-8 (undecodable bytes): SQLite text cannot hold it as it is
+            path, trajs, err = stored, None, f"{stored}: the file name is not valid UTF-8; rename it to index it"
+
+        def error_row(text: str | None) -> list[tuple[Any, ...]]:
+            name = os.path.basename(path.rstrip(os.sep)) or path
+            return [tuple(map(_sql_value, (path, name, path, fmt, "", None, None, None, None, None, None, None, 0,
+                                           clip(text or f"{path}: holds no trajectory"), 0, now, name.lower(),
+                                           library_key(path, self.library_root))))]
+
+        if trajs is None:
+            return error_row(err)
+        multi = len(trajs) > 1
+        rows = []
+        try:
+            for i, t in enumerate(trajs):
+                key = f"{path}#{i}" if multi else path
+                task = _task_of(t)
+                ref = library_key(key, self.library_root)
+                search = " ".join(x for x in (t.id, t.instruction, task, ref) if x).lower()
+                success = t.outcome.success
+                rows.append(tuple(map(_sql_value, (
+                    key, t.id, path, fmt, t.instruction or "", task, t.app, t.n_steps, t.duration,
+                    None if success is None else int(success), t.outcome.score, t.outcome.source,
+                    int(t.video is not None), None, len(t.warnings), now, search, ref))))
+        except Exception as exc:  # noqa: BLE001 -- a unit whose fields will not make a row is an error row
+            return error_row(f"{path}: cannot be indexed: {_error_text(exc)}")
+        return rows
 
     def _remove_units(self, conn: sqlite3.Connection, paths: list[str]) -> None:
         args = [(p,) for p in paths]

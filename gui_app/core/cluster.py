@@ -31,6 +31,8 @@ from gui_app.core.formats.osworld import TASKS_ROOT_ENV
 from gui_app.core.scoring import CancelFn, ProgressFn, Scorer, ScoreOutcome, score_many
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from gui_app.core.catalog import Catalog
 
 ScorerFactory = Callable[[], Scorer[Any]]
@@ -59,16 +61,17 @@ class _Worker:
         """This worker's process id, and why its model did not load (None: it did)."""
         return os.getpid(), self.error
 
-    def score(self, items: list[str], prune: bool, batch_size: int) -> list[ScoreOutcome]:
+    def score(self, items: list[str], prune: bool, batch_size: int,
+              library_root: str | None = None) -> list[ScoreOutcome]:
         assert self.model is not None  # the driver sends no work to a worker that is not ready
         try:
-            return score_many(items, self.model, prune=prune, batch_size=batch_size)
+            return score_many(items, self.model, prune=prune, batch_size=batch_size, library_root=library_root)
         except Exception:  # noqa: BLE001 -- a batch that failed as a whole: each alone, so one bad trajectory is
             # one error line, as in local scoring (score_many already isolates load and prepare errors)
             out: list[ScoreOutcome] = []
             for item in items:
                 try:
-                    out += score_many([item], self.model, prune=prune, batch_size=1)
+                    out += score_many([item], self.model, prune=prune, batch_size=1, library_root=library_root)
                 except Exception as exc:  # noqa: BLE001 -- the error line names it
                     out.append(ScoreOutcome(key=item, id="", error=f"{type(exc).__name__}: {exc}"))
             return out
@@ -176,9 +179,12 @@ class RayScoring:
 
     # --- scoring ---------------------------------------------------------------------------------------------
     def run(self, items: Iterable[str], catalog: Catalog | None = None, progress: ProgressFn | None = None,
-            cancel: CancelFn | None = None, prune: bool = True) -> Iterator[ScoreOutcome]:
+            cancel: CancelFn | None = None, prune: bool = True,
+            library_root: str | None = None) -> Iterator[ScoreOutcome]:
         """Score ``items`` (paths or catalog keys every worker can read) on the workers; yields each outcome as it
-        arrives (completion order), after writing its score to ``catalog`` when given.
+        arrives (completion order), after writing its score to ``catalog`` when given. ``library_root``: where
+        media may be read besides each trajectory's folder, as in local scoring (an absolute path: a worker's working
+        folder is not the driver's).
 
         Raises:
             CatalogError: a score could not be written to ``catalog``.
@@ -201,7 +207,7 @@ class RayScoring:
                 slot = min(range(len(self._actors)), key=lambda s: load[s])
                 chunk, attempts = waiting.popleft()
                 actor = self._actors[slot]
-                out_at[actor.score.remote(chunk, prune, self.chunk)] = (slot, actor, chunk, attempts)
+                out_at[actor.score.remote(chunk, prune, self.chunk, library_root)] = (slot, actor, chunk, attempts)
                 load[slot] += 1
                 self.stats.tasks += 1
             ready, _ = ray.wait(list(out_at), num_returns=1, timeout=1.0)
@@ -244,16 +250,19 @@ class RayScoring:
 def score_on_ray(items: Iterable[str], factory: ScorerFactory, address: str | None = None,
                  workers: int | None = None, catalog: Catalog | None = None, progress: ProgressFn | None = None,
                  cancel: CancelFn | None = None, prune: bool = True, chunk: int = 4,
-                 on_outcome: Callable[[ScoreOutcome], None] | None = None) -> ClusterStats:
+                 on_outcome: Callable[[ScoreOutcome], None] | None = None,
+                 library_root: str | Path | None = None) -> ClusterStats:
     """Score ``items`` on a Ray pool started for the call (see :class:`RayScoring`), handing each outcome to
-    ``on_outcome`` as it arrives; returns what the run took.
+    ``on_outcome`` as it arrives; returns what the run took. ``library_root`` as in
+    :func:`~gui_app.core.scoring.score_many`.
 
     Raises:
         ClusterError: Ray is missing, the cluster cannot be joined, or the model does not load on a worker.
         CatalogError: a score could not be written to ``catalog``.
     """
     with RayScoring(factory, address, workers, chunk=chunk) as pool:
-        for oc in pool.run(items, catalog=catalog, progress=progress, cancel=cancel, prune=prune):
+        root = None if library_root is None else os.path.abspath(library_root)
+        for oc in pool.run(items, catalog=catalog, progress=progress, cancel=cancel, prune=prune, library_root=root):
             if on_outcome is not None:
                 on_outcome(oc)
         return pool.stats

@@ -108,6 +108,8 @@ def check_version(conn: sqlite3.Connection, migrations: tuple[Migration, ...] | 
     """
     try:
         version = schema_version(conn)
+    except sqlite3.OperationalError as exc:  # locked, read-only, unreadable: a database that cannot be opened here
+        raise MigrationError(f"cannot be opened: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise MigrationError(f"not a SQLite database: {exc}") from exc
     return _understood(version, migrations)

@@ -8,9 +8,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# The longest error or warning line the core writes. A bad value is quoted by a short prefix only: a 10 MB string in
+# a wrong-typed field must not become a 10 MB error line, catalog cell or ``scan --json`` output.
+MAX_MESSAGE = 500
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` on one line and at most ``limit`` characters (the cut says how much was left out)."""
+    if "\n" in text or "\r" in text:
+        text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    more = f"... ({len(text) - limit:,} more characters)"
+    return text[: max(0, limit - len(more))] + more
+
 
 class RollscopeError(Exception):
-    """Base of every error the core raises on purpose."""
+    """Base of every error the core raises on purpose. Its text is one line of at most :data:`MAX_MESSAGE`
+    characters: callers print it as it is."""
+
+    def __str__(self) -> str:
+        return clip(super().__str__())
 
 
 class TrajectoryFormatError(RollscopeError):
@@ -25,8 +43,8 @@ class TrajectoryFormatError(RollscopeError):
 
     def __init__(self, path: str | Path, field: str | None, reason: str, line: int | None = None):
         self.path = str(path)
-        self.field = field
-        self.reason = reason
+        self.field = None if field is None else clip(field, 120)
+        self.reason = clip(reason)
         self.line = line
         super().__init__(self._message())
 
@@ -49,8 +67,8 @@ class VideoError(RollscopeError):
 
     def __init__(self, path: str | Path, reason: str):
         self.path = str(path)
-        self.reason = reason
-        super().__init__(f"{path}: {reason}")
+        self.reason = clip(reason)
+        super().__init__(f"{path}: {self.reason}")
 
 
 class CatalogError(RollscopeError):

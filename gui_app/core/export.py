@@ -11,6 +11,12 @@ Formats:
     ``whowhen``: Who&When failure-attribution records (JSONL), readable by ``gui_app.core.formats.whowhen``.
 
 ``sft`` and ``whowhen`` write one record per trajectory: the adjudicated record, else the annotators' majority.
+
+Every output appears whole or not at all (:mod:`gui_app.core.atomic`): a file is written under a temporary name and
+renamed over the old one; a folder (``hf``, ``--split-by-task``) is built beside the old one and swapped with it, so
+a killed export leaves the previous one in place. CSV text cells that a spreadsheet would run as a formula (starting
+with ``= + - @``, a tab or a carriage return) are written with a leading ``'``, as OWASP advises against CSV
+injection; :func:`import_labels` takes it off again.
 :func:`import_labels` reads CSV / JSONL / Parquet back (the columns above, or the AgentDebug / Who&When names),
 so every tabular export round-trips.
 """
@@ -20,7 +26,8 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +35,9 @@ from typing import Any
 import polars as pl
 
 from gui_app.core.annotation import SCALAR_FIELDS, Annotation, AnnotationError, Cascade, check_value, majority
+from gui_app.core.atomic import publish_file, publish_folder
 from gui_app.core.errors import RollscopeError
+from gui_app.core.safety import BadJSON, parse_json
 from gui_app.core.store import AnnotationStore
 
 FORMATS = ("parquet", "jsonl", "csv", "hf", "sft", "whowhen")
@@ -53,6 +62,31 @@ SFT_PROMPT = ("<video>Task instruction: {instruction}\n"
               "where the execution deviates.")
 
 Progress = Callable[[int], None]
+
+# A CSV cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV Injection"): written with a
+# leading apostrophe. A cell starting with an apostrophe and then one of these (or another apostrophe) gets one too,
+# so that reading the file back (:func:`restore_csv_cell`) is exact.
+FORMULA_CHARS = "=+-@\t\r"
+_NEUTRALISE = re.compile(r"^(?:[=+\-@\t\r]|'[=+\-@\t\r'])")
+_RESTORE = re.compile(r"^'[=+\-@\t\r']")
+
+
+class ExportError(RollscopeError):
+    """An export cannot be written where it was asked to go (nothing there was changed)."""
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{path}: {reason}" if str(path) else reason)
+
+
+def neutralise_csv_cell(text: str) -> str:
+    """``text`` as a CSV cell no spreadsheet runs as a formula (see :data:`FORMULA_CHARS`)."""
+    return "'" + text if _NEUTRALISE.match(text) else text
+
+
+def restore_csv_cell(text: str) -> str:
+    """The text :func:`neutralise_csv_cell` was given."""
+    return text[1:] if _RESTORE.match(text) else text
 
 
 @dataclass
@@ -249,39 +283,88 @@ def _resolved(annotations: list[Annotation]) -> list[Annotation]:
 
 
 def _write_table(df: pl.DataFrame, path: Path, fmt: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")  # write then rename: a crash never leaves half a file
+    """Write ``df`` to ``path`` (a temporary name: callers publish it, see :mod:`gui_app.core.atomic`)."""
     if fmt == "parquet":
-        df.write_parquet(tmp, compression="zstd")
+        df.write_parquet(path, compression="zstd")
     elif fmt == "jsonl":
-        df.write_ndjson(tmp)
+        df.write_ndjson(path)
     elif fmt == "csv":
         nested = [c for c, t in df.schema.items() if isinstance(t, (pl.List, pl.Struct))]
         flat = df.with_columns([
             pl.Series(c, [None if v is None else json.dumps(v, ensure_ascii=False) for v in df[c].to_list()],
                       dtype=pl.Utf8) for c in nested])
-        flat.write_csv(tmp)
+        text = [c for c, t in flat.schema.items() if t == pl.Utf8]
+        flat = flat.with_columns([pl.when(pl.col(c).str.contains(_NEUTRALISE.pattern))
+                                  .then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c) for c in text])
+        # Every text cell quoted too (OWASP's other half): a cell never splits into a new one starting with '='.
+        flat.write_csv(path, quote_style="non_numeric")
     else:
         raise ValueError(fmt)
-    tmp.replace(path)
 
 
 def _write_jsonl(records: Iterable[dict[str, Any]], path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
+    with path.open("w", encoding="utf-8") as fh:
         for r in records:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
             n += 1
-    tmp.replace(path)
     return n
 
 
-def _load_default(row: Any) -> Any:
+def check_out(out: str | Path, folder: bool) -> Path:
+    """The output path, checked before any work is done, or an :class:`ExportError` saying what is wrong with it.
+
+    Args:
+        out: where the export goes.
+        folder: whether the export writes a folder (``hf``, ``--split-by-task``) rather than one file.
+    """
+    if not str(out).strip():
+        raise ExportError("", "--out is empty: give a file (a folder for --format hf or --split-by-task)")
+    path = Path(out)
+    if folder and path.exists() and not path.is_dir():
+        raise ExportError(path, "is a file, but this export writes a folder (--format hf or --split-by-task); "
+                                "give a folder path")
+    if not folder and path.is_dir():
+        raise ExportError(path, "is a folder; give a file path (folders are for --format hf and --split-by-task)")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ExportError(path, f"cannot be written: {parent} is a file, not a folder")
+            break
+    with _writing(path):
+        path.absolute().parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """Turn a failure to write ``out`` into one :class:`ExportError` line (read-only folder, full disk...)."""
+    try:
+        yield
+    except OSError as exc:
+        raise ExportError(out, f"cannot be written: {exc.strerror or exc}") from exc
+    except pl.exceptions.PolarsError as exc:
+        raise ExportError(out, f"cannot be written: {str(exc).splitlines()[0] if str(exc) else exc}") from exc
+
+
+def _publish_splits(out: Path, parts: dict[str, Callable[[Path], int]]) -> tuple[list[str], dict[str, int]]:
+    """Write one file per split (``parts``: file name -> writer returning its row count) as one folder."""
+    def write(folder: Path) -> dict[str, int]:
+        return {name: fn(folder / name) for name, fn in parts.items()}
+
+    with _writing(out):
+        counts = publish_folder(out, write, lambda rel: len(rel.parts) == 1 and rel.name in parts)
+    return [str(out / name) for name in parts], {name.split(".", 1)[0]: n for name, n in counts.items()}
+
+
+def _loader(catalog: Any) -> Callable[[Any], Any]:
+    """``row -> Trajectory`` through the importers, reading media inside the catalog's library (the folder holding
+    its ``.rollscope``), as the library view does."""
     from gui_app.core import formats
 
-    return formats.load(_row_get(row, "key"))
+    path = Path(catalog) if isinstance(catalog, (str, Path)) else getattr(catalog, "db_path", None)
+    root = path.parent.parent if path is not None and path.parent.name == ".rollscope" else None
+    return lambda row: formats.load(_row_get(row, "key"), library_root=root)
 
 
 def sft_record(a: Annotation, instruction: str, video: str | None, traj: Any = None) -> dict[str, Any] | None:
@@ -395,11 +478,15 @@ def _size_category(n: int) -> str:
     return "1M<n<10M"
 
 
+def _hf_ours(rel: Path) -> bool:
+    """The files of an hf export folder that the export writes (the rest of the folder is carried over)."""
+    return rel == Path("README.md") or (rel.parent == Path("data") and rel.name.endswith("-00000-of-00001.parquet"))
+
+
 def _write_hf(df: pl.DataFrame, out: Path, split_by_task: bool) -> tuple[list[str], dict[str, int]]:
+    """Write the dataset into the (new) folder ``out``; returns the paths relative to it and the split sizes."""
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    for old in data.glob("*-00000-of-00001.parquet"):
-        old.unlink()
     parts = {s: df.filter(pl.col("split") == s) for s in ("train", "test")} if split_by_task else {"train": df}
     paths, counts = [], {}
     for split, part in parts.items():
@@ -407,7 +494,7 @@ def _write_hf(df: pl.DataFrame, out: Path, split_by_task: bool) -> tuple[list[st
             continue
         p = data / f"{split}-00000-of-00001.parquet"
         _write_table(part, p, "parquet")
-        paths.append(str(p))
+        paths.append(str(p.relative_to(out)))
         counts[split] = part.height
     data_files = "\n".join(f"  - split: {s}\n    path: data/{s}-*" for s in counts)
     verdicts = df.group_by("verdict").len().sort("verdict").to_dicts()
@@ -420,7 +507,7 @@ def _write_hf(df: pl.DataFrame, out: Path, split_by_task: bool) -> tuple[list[st
         verdicts="\n".join(f"- {v['verdict'] or 'none'}: {v['len']}" for v in verdicts) or "- none",
     )
     (out / "README.md").write_text(card, encoding="utf-8")
-    return [*paths, str(out / "README.md")], counts
+    return [*paths, "README.md"], counts
 
 
 def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, catalog: Any = None,
@@ -443,11 +530,13 @@ def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, cat
 
     Raises:
         AnnotationError: unknown format.
+        ExportError: ``out`` cannot be written (empty, a folder where a file goes or the reverse, under a file,
+            read-only...); whatever was at ``out`` is unchanged.
     """
     if fmt not in FORMATS:
         raise AnnotationError("", "format", f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")
     filters = filters or ExportFilter()
-    out = Path(out)
+    out = check_out(out, folder=fmt == "hf" or split_by_task)
     cat = catalog_index(catalog)
 
     if fmt in TABULAR or fmt == "hf":
@@ -462,18 +551,22 @@ def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, cat
             df = df.with_columns(pl.col("trajectory_id").replace_strict({t: splits[task[t]] for t in ids},
                                                                          return_dtype=pl.Utf8).alias("split"))
         if fmt == "hf":
-            paths, counts = _write_hf(df, out, split_by_task)
-            return ExportResult(fmt, paths, df.height, counts)
+            with _writing(out):
+                rel, counts = publish_folder(out, lambda folder: _write_hf(df, folder, split_by_task), _hf_ours)
+            return ExportResult(fmt, [str(out / r) for r in rel], df.height, counts)
         if not split_by_task:
-            _write_table(df, out, fmt)
+            with _writing(out):
+                publish_file(out, lambda tmp: _write_table(df, tmp, fmt))
             return ExportResult(fmt, [str(out)], df.height)
-        paths, counts = [], {}
-        for s in ("train", "test"):
-            part = df.filter(pl.col("split") == s)
-            p = out / f"{s}.{fmt}"
-            _write_table(part, p, fmt)
-            paths.append(str(p))
-            counts[s] = part.height
+
+        def table_writer(part: pl.DataFrame) -> Callable[[Path], int]:
+            def write(path: Path) -> int:
+                _write_table(part, path, fmt)
+                return part.height
+            return write
+
+        paths, counts = _publish_splits(out, {f"{s}.{fmt}": table_writer(df.filter(pl.col("split") == s))
+                                              for s in ("train", "test")})
         return ExportResult(fmt, paths, df.height, counts)
 
     recs = _resolved([a for a in store.annotations() if filters.keeps(a)])
@@ -483,7 +576,7 @@ def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, cat
     def split_of(a: Annotation) -> str:
         return splits[task_of(a.trajectory_id, cat.get(a.trajectory_id))]
 
-    load = loader or _load_default
+    load = loader or _loader(catalog)
     warnings: list[str] = []
     records: dict[str, list[dict[str, Any]]] = {}
     skipped = 0
@@ -508,13 +601,14 @@ def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, cat
             continue
         records.setdefault(split_of(a) if split_by_task else "all", []).append(rec)
     if not split_by_task:
-        n = _write_jsonl(records.get("all", []), out)
+        with _writing(out):
+            n = publish_file(out, lambda tmp: _write_jsonl(records.get("all", []), tmp))
         return ExportResult(fmt, [str(out)], n, skipped=skipped, warnings=warnings)
-    paths, counts = [], {}
-    for s in ("train", "test"):
-        p = out / f"{s}.jsonl"
-        counts[s] = _write_jsonl(records.get(s, []), p)
-        paths.append(str(p))
+
+    def jsonl_writer(split: str) -> Callable[[Path], int]:
+        return lambda path: _write_jsonl(records.get(split, []), path)
+
+    paths, counts = _publish_splits(out, {f"{s}.jsonl": jsonl_writer(s) for s in ("train", "test")})
     return ExportResult(fmt, paths, sum(counts.values()), counts, skipped, warnings)
 
 
@@ -568,6 +662,9 @@ def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
             return [(i + 1, r) for i, r in enumerate(pl.read_parquet(path).to_dicts())]
         if suffix == ".csv":
             df = pl.read_csv(path, infer_schema=False)  # everything as text; we parse with our own errors
+            # Undo the formula neutralisation of our own CSV exports (see FORMULA_CHARS).
+            df = df.with_columns([pl.when(pl.col(c).str.contains(_RESTORE.pattern)).then(pl.col(c).str.slice(1))
+                                  .otherwise(pl.col(c)).alias(c) for c in df.columns])
             return [(i + 2, r) for i, r in enumerate(df.to_dicts())]  # line 1 is the header
         if suffix in (".jsonl", ".ndjson", ".json"):
             out = []
@@ -576,9 +673,9 @@ def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
                     if not line.strip():
                         continue
                     try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise AnnotationError("", "(line)", f"invalid JSON: {exc.msg}", str(path), n) from exc
+                        row = parse_json(line)
+                    except BadJSON as exc:
+                        raise AnnotationError("", "(line)", exc.reason, str(path), n) from None
                     if not isinstance(row, dict):
                         raise AnnotationError("", "(line)", "expected a JSON object", str(path), n)
                     out.append((n, row))
@@ -593,8 +690,8 @@ def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
 def _maybe_json(v: Any) -> Any:
     if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
         try:
-            return json.loads(v)
-        except json.JSONDecodeError:
+            return parse_json(v)
+        except BadJSON:
             return v
     return v
 
@@ -679,12 +776,24 @@ def row_to_annotation(row: dict[str, Any], annotator: str, base: Annotation | No
     return a
 
 
+def row_fields(row: dict[str, Any]) -> frozenset[str]:
+    """The record fields a row of a labels file sets (its columns, by any of their :data:`ALIASES`): what an import
+    writes; every other field of the stored record stays as it is."""
+    found = {name for name, aliases in ALIASES.items() if name != "trajectory_id" and any(a in row for a in aliases)}
+    if isinstance(row.get("deviation"), dict):
+        found.add("root_cause_step")  # an ExeVRM-style (sft) record
+    return frozenset(found)
+
+
 def import_labels(path: str | Path, store: AnnotationStore, annotator: str,
                   progress: Progress | None = None, catalog: Any = None) -> ImportResult:
     """Read labels from CSV / JSONL / Parquet into ``store`` under ``annotator``.
 
     The whole file is parsed and checked first; nothing is written if any row is bad (the error names the file,
-    the line and the field). Columns missing from the file leave the stored values as they are.
+    the line and the field). Then every row is merged into the store in one transaction
+    (:meth:`~gui_app.core.store.AnnotationStore.merge`): only the columns the file has are written, each against
+    the stored record as it is at that moment, so an edit made while the file was read is never reverted, and a
+    killed import changes nothing.
 
     With the library's ``catalog``, each row's trajectory may be named by its library key, its path or its own
     id (:func:`gui_app.core.identity.resolve`): labels are stored under the library key. A row whose id several
@@ -700,9 +809,8 @@ def import_labels(path: str | Path, store: AnnotationStore, annotator: str,
         raise AnnotationError("", "annotator", "an import needs --annotator NAME")
     path = Path(path)
     rows = _read_rows(path)
-    existing = {a.trajectory_id: a for a in store.annotations(annotator=annotator, role="annotator")}
     seen: dict[str, int] = {}
-    records = []
+    records: list[tuple[Annotation, frozenset[str]]] = []
     skipped: list[str] = []
     notes: list[str] = []
     for line, row in rows:
@@ -720,8 +828,7 @@ def import_labels(path: str | Path, store: AnnotationStore, annotator: str,
             raise AnnotationError(tid, "trajectory_id",
                                   f"listed twice (also at {seen[tid]}); one record per trajectory", str(path), line)
         seen[tid] = line
-        rec = row_to_annotation(row, annotator, existing.get(tid), str(path), line)
-        rec.trajectory_id = tid
-        records.append(rec)
-    changes = store.save_many(records, actor=annotator, progress=progress)
+        a.trajectory_id = tid
+        records.append((a, row_fields(row)))
+    changes = store.merge(records, actor=annotator, progress=progress)
     return ImportResult(str(path), len(records), changes, skipped, notes)

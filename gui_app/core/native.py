@@ -22,6 +22,7 @@ import fastjsonschema
 import jsonschema
 
 from gui_app.core.errors import TrajectoryFormatError
+from gui_app.core.safety import BadJSON, confine, container_problem, is_regular, parse_json, read_bytes
 from gui_app.core.trajectory import Outcome, Step, Trajectory, VideoRef
 
 SCHEMA_VERSION = 1
@@ -137,15 +138,15 @@ def load(path: str | Path) -> Trajectory:
     file = p / FILENAME if p.is_dir() else p
     root = file.parent.resolve()
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_bytes(file).decode("utf-8-sig")  # a regular file only; a BOM (Windows editors) is fine
     except OSError as exc:
         raise TrajectoryFormatError(file, None, f"cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise TrajectoryFormatError(file, None, f"not UTF-8 text: {exc}") from exc
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrajectoryFormatError(file, None, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from exc
+        doc = parse_json(text)
+    except BadJSON as exc:
+        raise TrajectoryFormatError(file, None, exc.reason, line=exc.line) from None
     if not isinstance(doc, dict):
         raise TrajectoryFormatError(file, "(root)", "expected a JSON object")
     validate(doc, file)
@@ -154,19 +155,20 @@ def load(path: str | Path) -> Trajectory:
     video = None
     if doc.get("video"):
         v = doc["video"]
-        vpath = _abs(root, v["path"])
-        if not vpath.is_file():
-            warnings.append(f"{file}: field 'video.path': file not found: {vpath}")
-        video = VideoRef(str(vpath), v.get("fps"), v.get("frames"), v.get("width"), v.get("height"))
+        video = _video(file, _abs(root, v["path"]), v, warnings)
     steps = []
     for s in doc["steps"]:
         kw = {k: s[k] for k in _STEP_FIELDS if k in s}
         if kw.get("screenshot"):
-            shot = _abs(root, kw["screenshot"])
-            if not shot.is_file():
-                warnings.append(f"{file}: field 'steps[{s['index']}].screenshot': file not found: {shot}")
-            kw["screenshot"] = str(shot)
+            where = f"{file}: field 'steps[{s['index']}].screenshot'"
+            shot = confine(_abs(root, kw["screenshot"]), warnings, where)  # only when loading for a user
+            if shot is not None and not is_regular(shot):
+                warnings.append(f"{where}: file not found: {shot}" if not os.path.exists(shot) else
+                                f"{where}: not a regular file: {shot}")
+                shot = None if os.path.exists(shot) else shot
+            kw["screenshot"] = None if shot is None else str(shot)
         steps.append(Step(**kw))
+    _check_times(file, steps, video, warnings)
     return Trajectory(
         id=doc["id"],
         instruction=doc.get("instruction", ""),
@@ -181,6 +183,59 @@ def load(path: str | Path) -> Trajectory:
         metadata=doc.get("metadata", {}),
         warnings=warnings,
     )
+
+
+# Step times past this many seconds (30 days) are no recording's: a t_start of 1e308 would otherwise pass as a time.
+MAX_SECONDS = 30 * 24 * 3600.0
+
+
+def _video(file: Path, path: Path, v: dict[str, Any], warnings: list[str]) -> VideoRef | None:
+    """The recording named by ``video.path``, or None (with a warning) when it cannot be one.
+
+    A missing file keeps its reference (the trajectory may be opened again once it is copied in); a path outside the
+    trajectory's folder or library, something that is not a regular file, or a file that is not a video container
+    (empty, text, an MP4 cut short: the JSON's ``fps``/``frames`` would otherwise be believed) is dropped.
+    """
+    where = f"{file}: field 'video.path'"
+    real = confine(path, warnings, where)
+    if real is None:
+        return None
+    if not os.path.exists(real):
+        warnings.append(f"{where}: file not found: {path}")
+        return VideoRef(str(path), v.get("fps"), v.get("frames"), v.get("width"), v.get("height"))
+    if not is_regular(real):
+        warnings.append(f"{where}: not a regular file: {path}; recording not used")
+        return None
+    problem = container_problem(real)
+    if problem is not None:
+        warnings.append(f"{where}: {problem}: {path}; recording not used")
+        return None
+    return VideoRef(str(path), v.get("fps"), v.get("frames"), v.get("width"), v.get("height"))
+
+
+def _check_times(file: Path, steps: list[Step], video: VideoRef | None, warnings: list[str]) -> None:
+    """Step times that cannot be right are warned about and dropped, never believed in silence: an end before its
+    start, a time past :data:`MAX_SECONDS` or past the end of the recording, a start before the previous step's."""
+    end = video.frames / video.fps if video is not None and video.fps and video.frames else None
+    prev: float | None = None
+    for st in steps:
+        f = f"{file}: field 'steps[{st.index}]"
+        for name in ("t_start", "t_end"):
+            t = getattr(st, name)
+            if t is None:
+                continue
+            if t > MAX_SECONDS or (end is not None and t > end + 1.0):
+                limit = f"the end of the recording ({end:.3f} s)" if end is not None and t <= MAX_SECONDS \
+                    else f"{MAX_SECONDS:,.0f} s"
+                warnings.append(f"{f}.{name}': {t:g} s is past {limit}; time ignored")
+                setattr(st, name, None)
+        if st.t_start is not None and st.t_end is not None and st.t_end < st.t_start:
+            warnings.append(f"{f}.t_end': ends ({st.t_end:g} s) before it starts ({st.t_start:g} s); end ignored")
+            st.t_end = None
+        if st.t_start is not None:
+            if prev is not None and st.t_start < prev:
+                warnings.append(f"{f}.t_start': starts ({st.t_start:g} s) before the previous step ({prev:g} s)")
+            prev = st.t_start
 
 
 def _rel(path: str | None, root: Path, copy_media: bool, subdir: str) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from gui_app.core.errors import RollscopeError
@@ -78,14 +79,14 @@ def _key_of(item: ScoreInput) -> str:
     return item.source_path if isinstance(item, Trajectory) else str(item)
 
 
-def _load(item: ScoreInput) -> Trajectory:
+def _load(item: ScoreInput, library_root: str | Path | None) -> Trajectory:
     if isinstance(item, tuple):
         return item[1]
     if isinstance(item, Trajectory):
         return item
     from gui_app.core import formats
 
-    return formats.load(str(item))
+    return formats.load(str(item), library_root=library_root)
 
 
 class NotScorableError(RollscopeError):
@@ -110,7 +111,8 @@ def check_scorable(key: str, traj: Trajectory) -> None:
 
 def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: Catalog | None = None,
                progress: ProgressFn | None = None, cancel: CancelFn | None = None, prune: bool = True,
-               batch_size: int = 8, on_outcome: Callable[[ScoreOutcome], None] | None = None) -> list[ScoreOutcome]:
+               batch_size: int = 8, on_outcome: Callable[[ScoreOutcome], None] | None = None,
+               library_root: str | Path | None = None) -> list[ScoreOutcome]:
     """Score trajectories in batches; one that cannot be read becomes an error outcome and the rest go on.
 
     Args:
@@ -124,6 +126,8 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
         batch_size: trajectories per forward pass.
         on_outcome: called with each outcome, in input order, as soon as it and those before it are final (a batch
             at a time), so ``rollscope score`` prints its lines while the rest are scored.
+        library_root: the library the paths belong to: media may be read anywhere under it (see
+            :func:`gui_app.core.formats.load_unit`).
 
     Returns:
         One :class:`ScoreOutcome` per input handled, in input order.
@@ -161,7 +165,7 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
         oc = ScoreOutcome(key=_key_of(item), id="")
         out.append(oc)
         try:
-            traj = _load(item)
+            traj = _load(item, library_root)
             oc.id = traj.id
             check_scorable(oc.key, traj)
             pending.append((oc, model.prepare(traj, prune=prune)))

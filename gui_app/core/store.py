@@ -18,24 +18,32 @@ CONFLICT``, ``RETURNING``, row values); a backend supplies connections, transact
 Each thread gets its own connection: a worker waiting for another process's write lock never holds up a read in the
 GUI thread (WAL readers do not wait for writers; PostgreSQL readers never do).
 
+A SQLite store is created whole (built beside its final name, then linked into place), so a file at a store's path
+that is not one (empty, not SQLite, another program's database) is refused rather than turned into a store. Commands
+that only read (list, export) open a SQLite store read-only (:func:`open_store` with ``read_only=True``): a store on a
+read-only disk or shared read-only can still be listed and exported.
+
 Widgets and commands use only the methods of :class:`AnnotationStore`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import sqlite3
+import stat
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from gui_app.core import db
 from gui_app.core.annotation import (
+    COLLECTION_FIELDS,
     ROLES,
     SCALAR_FIELDS,
     Annotation,
@@ -48,9 +56,11 @@ from gui_app.core.annotation import (
     differing_fields,
     majority,
 )
+from gui_app.core.atomic import pid_alive
 from gui_app.core.errors import RollscopeError
 
 STORE_DIRNAME = ".rollscope"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 STORE_FILENAME = "labels.sqlite"
 
 T = TypeVar("T")
@@ -78,6 +88,15 @@ class StoreUnavailable(StoreError):
 
     Nothing was written. The app goes on read-only and tries again later; a command ends with this one line.
     """
+
+
+def _remove_stale_builds(path: Path) -> None:
+    """Delete what a creation killed half-way left beside ``path`` (``.NAME.new-PID-...`` and its ``-wal`` and
+    ``-shm``), when that process is gone."""
+    for leftover in path.parent.glob(f".{path.name}.new-*"):
+        pid = leftover.name[len(path.name) + 6:].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            leftover.unlink(missing_ok=True)
 
 
 def default_path(root: str | Path) -> Path:
@@ -160,6 +179,19 @@ class AnnotationStore(ABC):
     def count(self) -> int:
         """Number of records (what an export will go through, for its progress bar)."""
         return len(self.annotations())
+
+    @abstractmethod
+    def merge(self, patches: Iterable[tuple[Annotation, Collection[str]]], *, actor: str | None = None,
+              progress: Callable[[int], None] | None = None) -> int:
+        """Write the named fields of each record over the stored one, all in one transaction (imports).
+
+        Each patch is a record and the fields it brings (:data:`SCALAR_FIELDS` names and ``labels``, ``cascading``,
+        ``step_comments``); the other fields of the stored record stay as they are *when the write happens*, so a
+        change someone made since the caller read the store is never reverted. All patches land or none does.
+
+        Returns:
+            the number of field changes.
+        """
 
     @abstractmethod
     def delete(self, trajectory_id: str, annotator: str, role: str = "annotator", *,
@@ -364,6 +396,7 @@ class SqlAnnotationStore(AnnotationStore):
     """
 
     FOR_UPDATE = ""
+    read_only = False  # opened for reading only (a SQLite file, see SqliteAnnotationStore); writes raise
     location: str
 
     # --- backend hooks -------------------------------------------------------------------------
@@ -497,31 +530,41 @@ class SqlAnnotationStore(AnnotationStore):
                                                           "annotation_cascading", "effect", "cascading", step,
                                                           effect))
 
-    def _op_save(self, cur: Cursor, ann: Annotation, actor: str, now: float) -> int:
-        """Write the differences between ``ann`` and the stored record, field by field (each audited).
+    def _op_save(self, cur: Cursor, ann: Annotation, actor: str, now: float,
+                 only: Collection[str] | None = None) -> int:
+        """Write the differences between ``ann`` and the stored record, field by field (each audited); with
+        ``only``, just those fields (the rest of the stored record is left as it is).
 
         The stored record is read once, with the record locked inside the caller's write transaction, so the diff
         is exact."""
         key = (ann.trajectory_id, ann.annotator, ann.role)
         values = {name: check_value(key[0], name, getattr(ann, name)) for name in SCALAR_FIELDS}  # all or nothing
+        if only is not None and set(only) - set(SCALAR_FIELDS) - set(COLLECTION_FIELDS):
+            unknown = ", ".join(sorted(set(only) - set(SCALAR_FIELDS) - set(COLLECTION_FIELDS)))
+            raise AnnotationError(key[0], unknown, "unknown field")
         self._ensure(cur, key, now)
         stored = cur.execute(f"SELECT {', '.join(SCALAR_FIELDS)} FROM annotations {_WHERE_KEY}", key).fetchone()
         n = 0
         for name, old in zip(SCALAR_FIELDS, stored, strict=True):
+            if only is not None and name not in only:
+                continue
             if old != values[name]:
                 cur.execute(f"UPDATE annotations SET {name} = ? {_WHERE_KEY}", (values[name], *key))
                 self._changed(cur, key, actor, now, name, old, values[name])
                 n += 1
-        have = {r[0] for r in cur.execute(f"SELECT label FROM annotation_labels {_WHERE_KEY}", key).fetchall()}
-        want = set(ann.labels)
-        for lab in sorted(want - have):
-            n += self._op_label(cur, key, actor, now, lab, True)
-        for lab in sorted(have - want):
-            n += self._op_label(cur, key, actor, now, lab, False)
+        if only is None or "labels" in only:
+            have = {r[0] for r in cur.execute(f"SELECT label FROM annotation_labels {_WHERE_KEY}", key).fetchall()}
+            want = set(ann.labels)
+            for lab in sorted(want - have):
+                n += self._op_label(cur, key, actor, now, lab, True)
+            for lab in sorted(have - want):
+                n += self._op_label(cur, key, actor, now, lab, False)
         for table, column, field, items in (
             ("annotation_cascading", "effect", "cascading", {c.step: c.effect for c in ann.cascading}),
             ("annotation_step_comments", "comment", "step_comments", dict(ann.step_comments)),
         ):
+            if only is not None and field not in only:
+                continue
             old_items = dict(cur.execute(f"SELECT step, {column} FROM {table} {_WHERE_KEY}", key).fetchall())
             for step in sorted(set(items) | set(old_items)):
                 new = items.get(step)
@@ -556,6 +599,26 @@ class SqlAnnotationStore(AnnotationStore):
         if chunk:
             flush()
         return total
+
+    def merge(self, patches: Iterable[tuple[Annotation, Collection[str]]], *, actor: str | None = None,
+              progress: Callable[[int], None] | None = None) -> int:
+        """See :meth:`AnnotationStore.merge`: one write transaction for every patch, each stored record read (and
+        locked) inside it, so an import is all or nothing (a killed one changes nothing) and never reverts a change
+        made while its file was being read. Other writers wait for it (SQLite: ``busy_timeout`` with retries;
+        PostgreSQL: the record locks), then apply their change on top of it. Records are locked in key order, so
+        two imports at once cannot deadlock."""
+        todo = sorted(patches, key=lambda p: (p[0].trajectory_id, p[0].annotator, p[0].role))
+
+        def op(cur: Cursor) -> int:
+            now, n, shown = time.time(), 0, 0
+            for i, (ann, fields) in enumerate(todo, 1):
+                n += self._op_save(cur, ann, actor or ann.annotator, now, fields)
+                if progress is not None and (i % 1000 == 0 or i == len(todo)):
+                    progress(i - shown)
+                    shown = i
+            return n
+
+        return self._write(op)
 
     def delete(self, trajectory_id: str, annotator: str, role: str = "annotator", *,
                actor: str | None = None) -> bool:
@@ -870,32 +933,149 @@ class SqliteAnnotationStore(SqlAnnotationStore):
     """The default store: one SQLite file in WAL mode, safe for several processes on one machine.
 
     Args:
-        path: the database file (created with its folder when missing).
+        path: the database file (created with its folder when missing, unless ``read_only``).
         busy_timeout: seconds a writer waits for another's lock before retrying.
+        read_only: open for reading only: nothing is created, migrated or written (writes raise
+            :class:`StoreError`), so a store on a read-only disk can still be listed and exported.
+
+    Raises:
+        StoreError: the file is missing (read-only), is not an annotation store, or is of a newer schema.
     """
 
     RETRIES = 20
 
-    def __init__(self, path: str | Path, busy_timeout: float = 10.0):
+    def __init__(self, path: str | Path, busy_timeout: float = 10.0, read_only: bool = False):
         self.path = Path(path)
         self.location = str(self.path)
         self.busy_timeout = busy_timeout
+        self.read_only = read_only
+        self._uri: str | None = None  # how read-only connections open the file (see _connect_read_only)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._closed = False
+        if not read_only:
+            self._create_if_missing()
+        self._check_file()
+        try:
+            # What the file is, asked before anything is written to it (not even the switch to WAL mode).
+            probe = self._connect_read_only() if read_only else sqlite3.connect(str(self.path), isolation_level=None)
+            try:
+                self._check_tables(probe)
+                version = db.check_version(probe, migrations())
+            finally:
+                probe.close()
+            if read_only and version < migrations()[-1].version:
+                raise StoreError(self.path, f"schema version {version} is older than this Rollscope's "
+                                            f"({migrations()[-1].version}) and the store is opened read-only; "
+                                            "open it once with write access to upgrade it")
+            if not read_only:
+                db.migrate(self._conn(), migrations())
+        except db.MigrationError as exc:
+            self.close()
+            raise StoreError(self.path, exc.reason) from exc
+        except sqlite3.Error as exc:
+            self.close()
+            raise StoreError(self.path, f"cannot open annotation store: {exc}") from exc
+        except StoreError:
+            self.close()
+            raise
+
+    # --- the file -----------------------------------------------------------------------------------
+    def _create_if_missing(self) -> None:
+        """Create a missing store whole: built under a temporary name, migrated, then linked into place.
+
+        Opening a missing path with SQLite leaves an empty file until the first commit; one killed in between would
+        leave a 0-byte file that is then indistinguishable from any empty file a user names by mistake. Built
+        aside, the path holds a complete store or nothing, and :meth:`_check_file` can refuse every other file.
+        """
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(self.path, f"cannot create the store's folder: {exc.strerror or exc}") from exc
-        conn = self._conn()
+        if os.path.lexists(self.path):
+            return
+        _remove_stale_builds(self.path)
+        tmp = self.path.with_name(f".{self.path.name}.new-{os.getpid()}-{threading.get_ident()}")
         try:
-            db.migrate(conn, migrations())
-        except db.MigrationError as exc:
-            self.close()
-            raise StoreError(self.path, exc.reason) from exc
+            conn = sqlite3.connect(str(tmp), isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                db.migrate(conn, migrations())
+            finally:
+                conn.close()  # the last connection checkpoints the WAL into the file and removes it
+            try:
+                os.link(tmp, self.path)  # never replaces: a store another process created meanwhile wins
+            except FileExistsError:
+                pass
+        except (OSError, sqlite3.Error, db.MigrationError) as exc:
+            reason = exc.reason if isinstance(exc, db.MigrationError) else getattr(exc, "strerror", None) or exc
+            raise StoreError(self.path, f"cannot create the annotation store: {reason}") from exc
+        finally:
+            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+                leftover.unlink(missing_ok=True)
+
+    def _check_file(self) -> None:
+        """Refuse what is not an SQLite file before SQLite sees it (it would turn an empty file into a database)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise StoreError(self.path, "no annotation store here (use --store PATH or --root LIBRARY)") from None
+        except OSError as exc:
+            raise StoreError(self.path, f"cannot open annotation store: {exc.strerror or exc}") from exc
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError(self.path, "not an annotation store: not a regular file")
+        try:
+            with open(self.path, "rb") as fh:
+                header = fh.read(len(_SQLITE_MAGIC))
+        except OSError as exc:
+            raise StoreError(self.path, f"cannot open annotation store: {exc.strerror or exc}") from exc
+        if header != _SQLITE_MAGIC:
+            what = "an empty file" if st.st_size == 0 else "not an SQLite database"
+            raise StoreError(self.path, f"not an annotation store ({what}); nothing was written to it")
+
+    def _check_tables(self, conn: sqlite3.Connection) -> None:
+        """Refuse another program's SQLite database (migrating it would add our tables to it)."""
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                                 "AND name NOT LIKE 'sqlite_%'")}
+            version = db.schema_version(conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(self.path, f"not an annotation store: {exc}") from exc
+        if (version == 0 and tables - {"schema_migrations"}) or (version > 0 and "annotations" not in tables):
+            raise StoreError(self.path, "not an annotation store (an SQLite database of another kind: "
+                                        f"{', '.join(sorted(tables)[:5]) or 'no tables'}); nothing was written to it")
 
     # --- connections and schema -------------------------------------------------------------------
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection that never writes, not even the WAL index.
+
+        ``mode=ro`` still needs to create the ``-shm`` file of a WAL database; where that cannot be written (a
+        read-only folder or disk) the file is opened ``immutable``, which is exact as long as nothing writes to it
+        meanwhile -- true of a file this process cannot write -- and as long as no ``-wal`` holds commits not yet
+        in the file, which is checked first.
+        """
+        base = self.path.resolve().as_uri()
+        last: sqlite3.Error | None = None
+        for uri in ([self._uri] if self._uri else [f"{base}?mode=ro", f"{base}?mode=ro&immutable=1"]):
+            if uri.endswith("immutable=1"):
+                wal = Path(f"{self.path}-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise StoreError(self.path, "cannot be read: it is read-only and its -wal file holds changes "
+                                                "not yet in it; open it once with write access")
+            try:
+                conn = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout, isolation_level=None,
+                                       check_same_thread=False)
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            except sqlite3.OperationalError as exc:
+                last = exc
+                continue
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(self.path, f"not an annotation store: {exc}") from exc
+            self._uri = uri
+            return conn
+        raise StoreError(self.path, f"cannot open annotation store read-only: {last}")
+
     def _conn(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use).
 
@@ -907,24 +1087,29 @@ class SqliteAnnotationStore(SqlAnnotationStore):
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
-        try:
-            # check_same_thread=False only so close() may close every thread's connection; each thread uses its own.
-            conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
-                                   check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(self.path, f"cannot open annotation store: {exc}") from exc
-        try:
-            db.check_version(conn, migrations())  # a foreign or newer file is left untouched
-            conn.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a commit survives the app being killed; only an OS crash could lose the last one.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-        except db.MigrationError as exc:
-            conn.close()
-            raise StoreError(self.path, exc.reason) from exc
-        except sqlite3.Error as exc:
-            conn.close()
-            raise StoreError(self.path, f"cannot open annotation store: {exc}") from exc
+        if self.read_only:
+            conn = self._connect_read_only()
+        else:
+            try:
+                # check_same_thread=False only so close() may close every thread's connection; each thread uses
+                # its own.
+                conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
+                                       check_same_thread=False)
+            except sqlite3.Error as exc:
+                raise StoreError(self.path, f"cannot open annotation store: {exc}") from exc
+            try:
+                db.check_version(conn, migrations())  # a foreign or newer file is left untouched
+                conn.execute("PRAGMA journal_mode=WAL")
+                # NORMAL in WAL mode: a commit survives the app being killed; only an OS crash could lose the last
+                # one.
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+            except db.MigrationError as exc:
+                conn.close()
+                raise StoreError(self.path, exc.reason) from exc
+            except sqlite3.Error as exc:
+                conn.close()
+                raise StoreError(self.path, f"cannot open annotation store: {exc}") from exc
         self._local.conn = conn
         with self._conns_lock:
             self._conns.append(conn)
@@ -969,6 +1154,8 @@ class SqliteAnnotationStore(SqlAnnotationStore):
 
     def _write(self, fn: Callable[[Cursor], T], *, idempotent: bool = True) -> T:
         # One file on one machine: a commit either happened or raised, so there is nothing to run twice.
+        if self.read_only:
+            raise StoreError(self.path, "opened read-only; nothing was changed")
         try:
             return self._transaction(fn)
         except sqlite3.Error as exc:
@@ -995,11 +1182,7 @@ class SqliteAnnotationStore(SqlAnnotationStore):
 
     @contextmanager
     def _pages(self) -> Iterator[Cursor]:
-        try:
-            ro = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, timeout=10.0,
-                                 isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(self.path, f"read failed: {exc}") from exc
+        ro = self._connect_read_only()  # also where the store's folder cannot be written
         try:
             ro.execute("BEGIN")
             yield ro.cursor()
@@ -1049,13 +1232,16 @@ def copy_store(source: SqlAnnotationStore, target: SqlAnnotationStore,
 
 
 def open_store(path: str | Path | None = None, root: str | Path | None = None, *,
-               connect_timeout: float | None = None) -> SqlAnnotationStore:
+               connect_timeout: float | None = None, read_only: bool = False) -> SqlAnnotationStore:
     """Open the store at ``path``: a team's PostgreSQL server when it is a ``postgresql://USER@HOST:PORT/DB`` URL,
     else a SQLite file; without one, the library's default (``<root>/.rollscope/labels.sqlite``, root = current
     folder).
 
     Args:
         connect_timeout: seconds to wait for a server store's server (its default when None).
+        read_only: a SQLite store is opened without creating, migrating or writing anything (see
+            :class:`SqliteAnnotationStore`); a server store is opened as usual (its server, not the file system,
+            says who may write).
 
     Raises:
         StoreError: the store cannot be opened (:class:`StoreUnavailable`: its server cannot be reached).
@@ -1066,4 +1252,4 @@ def open_store(path: str | Path | None = None, root: str | Path | None = None, *
         assert isinstance(path, str)
         return PostgresAnnotationStore(path) if connect_timeout is None else \
             PostgresAnnotationStore(path, connect_timeout=connect_timeout)
-    return SqliteAnnotationStore(path if path is not None else default_path(root or "."))
+    return SqliteAnnotationStore(path if path is not None else default_path(root or "."), read_only=read_only)

@@ -20,6 +20,7 @@ import jsonschema
 import yaml
 
 from gui_app.core.errors import RollscopeError
+from gui_app.core.safety import BadJSON, parse_json
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "resources" / "taxonomies"  # package data: in the wheel
 SCHEMA_PATH = BUNDLED_DIR / "taxonomy.schema.json"
@@ -288,11 +289,13 @@ def load(path: str | Path) -> Taxonomy:
         raise TaxonomyError(path, None, f"cannot read: {exc.strerror or exc}") from exc
     try:
         if path.suffix.lower() == ".json":
-            data = json.loads(text)
+            data = parse_json(text)
         else:
             data = yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise TaxonomyError(path, None, f"invalid JSON: {exc.msg}", exc.lineno) from exc
+    except BadJSON as exc:
+        raise TaxonomyError(path, None, exc.reason, exc.line) from None
+    except RecursionError:
+        raise TaxonomyError(path, None, "nested too deeply to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise TaxonomyError(path, None, f"invalid YAML: {getattr(exc, 'problem', None) or exc}",

@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import re
 import threading
+import time
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -41,6 +42,7 @@ import cv2
 import numpy as np
 
 from gui_app.core.errors import VideoError
+from gui_app.core.safety import PROBE_TIMEOUT_S, is_regular
 from gui_app.core.trajectory import VideoRef
 
 if TYPE_CHECKING:
@@ -65,6 +67,8 @@ def list_images(folder: str | Path) -> list[Path]:
 
 
 def _read_image(path: str | Path) -> np.ndarray:
+    if not is_regular(path):  # cv2.imread would wait for ever on a FIFO
+        raise VideoError(path, "cannot read image (missing, or not a regular file)")
     img = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if img is None:
         raise VideoError(path, "cannot read image (missing, empty or not an image)")
@@ -85,13 +89,27 @@ def _resize(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return cv2.resize(img, size, interpolation=cv2.INTER_AREA)
 
 
-def _open_container(path: Path) -> Any:
+def _check_file(path: Path) -> None:
+    """Refuse what is not a regular, non-empty file before a decoder opens it (FFmpeg and OpenCV would wait for
+    ever on a FIFO, and read ``/dev/zero`` for ever)."""
     if not path.exists():
         raise VideoError(path, "file not found")
-    if path.is_file() and path.stat().st_size == 0:
+    if not is_regular(path):
+        raise VideoError(path, "not a regular file (a FIFO, device or folder)")
+    if path.stat().st_size == 0:
         raise VideoError(path, "file is empty")
+
+
+# What FFmpeg may read to find the streams (bytes, microseconds): bounded so a hostile file cannot keep it busy;
+# ample for a screen recording, whose first packets say it all.
+_PROBE_OPTIONS = {"probesize": str(32 << 20), "analyzeduration": str(30_000_000)}
+
+
+def _open_container(path: Path) -> Any:
+    _check_file(path)
     try:
-        container = av.open(str(path))
+        # timeout: FFmpeg gives up opening after PROBE_TIMEOUT_S, and a single read after 30 s.
+        container = av.open(str(path), options=_PROBE_OPTIONS, timeout=(PROBE_TIMEOUT_S, 30.0))
     except (av.FFmpegError, OSError, UnicodeDecodeError) as e:
         raise VideoError(path, f"cannot open as video ({e})") from e
     if not container.streams.video:
@@ -176,9 +194,12 @@ def probe(path: str | Path) -> VideoRef:
         frames = stream.frames
         if not frames:
             frames = 0
+            deadline = time.monotonic() + PROBE_TIMEOUT_S
             try:
                 for packet in container.demux(stream):
                     frames += packet.size > 0
+                    if time.monotonic() > deadline:
+                        raise VideoError(path, f"counting its frames took longer than {PROBE_TIMEOUT_S:g} s")
             except av.FFmpegError as e:
                 if not frames:
                     raise VideoError(path, f"cannot read packets ({e})") from e
@@ -384,8 +405,7 @@ class _CvDecoder(_Decoder):
     """Fallback through OpenCV: frame numbers from its own counter, times as ``i / fps`` (constant rate)."""
 
     def __init__(self, path: Path, max_side: int | None):
-        if not path.exists():
-            raise VideoError(path, "file not found")
+        _check_file(path)
         self.path = path
         self.cap = cv2.VideoCapture(str(path))
         if not self.cap.isOpened():

@@ -68,38 +68,44 @@ class Loaded:
 
 
 def load_task(key: str, rep: Reporter, source_options: dict[str, Any] | None = None,
-              catalog: Catalog | None = None) -> Loaded:
+              catalog: Catalog | None = None, library_root: Path | None = None) -> Loaded:
     """Load ``key`` with its importer (which aligns steps to the recording when needed), open its frames and read
-    its latest stored score."""
+    its latest stored score.
+
+    Reading the files is a :meth:`Reporter.blocking` call: however a hostile or unreachable file stalls it, moving
+    on to another trajectory (or closing the app) frees the worker. Media are read inside ``library_root``."""
     from gui_app.core import formats
     from gui_app.core.video import open_for
 
-    traj = formats.load(key)  # the importer also places the steps on the recording when the format does not
+    def read() -> Loaded:
+        traj = formats.load(key, library_root=library_root)  # also places the steps on the recording if needed
+        rep.check()
+        notes = list(traj.warnings)
+        source = None
+        if traj.video is not None or any(s.screenshot for s in traj.steps):
+            try:
+                source = open_for(traj, **(source_options or {}))
+            except VideoError as exc:
+                notes.append(str(exc))
+            else:
+                notes.extend(source.notes)  # a recording that cannot be read: the screenshots stand in, and we say so
+                # Start its decoding thread here (frame 0 is decoded already): not in the GUI thread when it is shown.
+                source.prefetch([0])
+        return Loaded(key, traj, source, notes)
+
+    loaded = rep.blocking(read, discard=Loaded.close)
     if catalog is not None:
         try:
-            traj.metadata["ref"] = catalog.ref_of(key)  # what its labels are keyed by (gui_app.core.identity)
+            loaded.trajectory.metadata["ref"] = catalog.ref_of(key)  # what its labels are keyed by (core.identity)
         except RollscopeError:
             pass  # the catalog may be closing (another folder opened): labels fall back to the id
-    rep.check()
-    notes = list(traj.warnings)
-    source = None
-    if traj.video is not None or any(s.screenshot for s in traj.steps):
-        try:
-            source = open_for(traj, **(source_options or {}))
-        except VideoError as exc:
-            notes.append(str(exc))
-        else:
-            notes.extend(source.notes)  # a recording that cannot be read: the screenshots stand in, and we say so
-            # Start its decoding thread here (frame 0 is decoded already): not in the GUI thread when it is shown.
-            source.prefetch([0])
-    loaded = Loaded(key, traj, source, notes)
     if catalog is not None:
         try:
             rec = catalog.latest_score(key)
         except RollscopeError as exc:  # the catalog may be closing (another folder opened)
-            notes.append(f"stored score not read: {exc}")
+            loaded.notes.append(f"stored score not read: {exc}")
             rec = None
-        if rec is not None and len(rec.step_scores) in (0, traj.n_steps):
+        if rec is not None and len(rec.step_scores) in (0, loaded.trajectory.n_steps):
             loaded.score = rec
     if rep.cancelled():
         loaded.close()
@@ -143,14 +149,15 @@ def score_one_task(holder: _ModelHolder, catalog: Catalog | None, key: str, traj
 
 
 def score_library_task(holder: _ModelHolder, catalog: Catalog, text: str, filters: dict[str, Any],
-                       rep: Reporter) -> list[ScoreOutcome]:
+                       rep: Reporter, library_root: Path | None = None) -> list[ScoreOutcome]:
     """Score the library's rows that ``text`` and ``filters`` select (all rows when both are empty), leaving out
-    those that failed to load."""
+    those that failed to load; media may be read anywhere under ``library_root``."""
     keys = [r.key for r in catalog.query(text, {**filters, "has_error": False})]
     rep.progress(0, len(keys), "loading the reward model")
     model = holder.get()
     try:
-        return score_many(keys, model, catalog=catalog, progress=rep.progress, cancel=rep.cancelled)
+        return score_many(keys, model, catalog=catalog, progress=rep.progress, cancel=rep.cancelled,
+                          library_root=library_root)
     finally:
         memory.trim()  # what the batches decoded and padded is freed: give it back (gui_app.core.memory)
 
@@ -330,8 +337,10 @@ class TrajectoryLoader(QObject):
     def _start(self, key: str, quiet: bool) -> None:
         # Stored scores are read from the library open now; a load that outlives it reads nothing (see load_task).
         options = self.source_options
-        catalog = self.session.library.catalog if self.session.library is not None else None
-        job = self.runner.submit(f"Loading {key}", lambda rep: load_task(key, rep, options, catalog),
+        library = self.session.library
+        catalog = library.catalog if library is not None else None
+        root = library.root if library is not None else None
+        job = self.runner.submit(f"Loading {key}", lambda rep: load_task(key, rep, options, catalog, root),
                                  report_errors=False, show_progress=False,
                                  on_cancelled=lambda res: res.close() if res is not None else None, start=False)
         job.succeeded.connect(lambda res, k=key, j=job: self._arrived(k, j, res))
@@ -423,10 +432,10 @@ class ScoreController(QObject):
             return None
         if self._busy():
             return None
-        holder, flt, catalog = self.holder, dict(filters or {}), library.catalog
+        holder, flt, catalog, root = self.holder, dict(filters or {}), library.catalog, library.root
         what = "Scoring the rows shown" if text or flt else "Scoring the whole library"
         job = self.runner.submit(what,
-                                 lambda rep: score_library_task(holder, catalog, text, flt, rep),
+                                 lambda rep: score_library_task(holder, catalog, text, flt, rep, root),
                                  on_result=self._library_done, on_cancelled=self._library_done,
                                  start=False)
         return self._track(job)

@@ -24,7 +24,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import shiboken6
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
@@ -32,8 +32,10 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 from gui_app.core.errors import RollscopeError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PROGRESS_INTERVAL = 0.05  # seconds between two progress signals of one job
+_BLOCKING_POLL_S = 0.05  # how often a worker waiting on a blocking call checks for a cancel
 REAP_AFTER_S = 10.0  # a finished job's QObject is deleted this long after its last signal
 
 
@@ -76,6 +78,55 @@ class Reporter:
         """Raise :class:`JobCancelled` if cancel was asked for."""
         if self.cancelled():
             raise JobCancelled()
+
+    def blocking(self, fn: Callable[[], T], discard: Callable[[T], None] | None = None) -> T:
+        """``fn()``, run so that a cancel frees this worker at once even if ``fn`` never returns.
+
+        For reading files we did not write (loading a trajectory, opening its recording): a read may block for
+        ever (a file on a hung network share; whatever a guard in the core does not foresee), and a pool thread
+        stuck in it would hold one of the app's two workers for good and keep the process alive after its window
+        closed. ``fn`` runs on a daemon thread of its own; this worker waits for it and, on cancel (the user moved
+        on, or the app is closing), raises :class:`JobCancelled` and leaves it behind. Should the abandoned call
+        ever return, its result goes to ``discard`` (to close what it opened). ``fn`` must not write shared state.
+        """
+        done = threading.Event()
+        lock = threading.Lock()  # the call finishing and the worker leaving it: whichever comes second discards
+        box: dict[str, Any] = {"finished": False, "abandoned": False}
+
+        def run() -> None:
+            result, error = None, None
+            try:
+                result = fn()
+            except BaseException as exc:  # noqa: BLE001 -- handed to the waiting worker, raised there
+                error = exc
+            with lock:
+                box.update(result=result, error=error, finished=True)
+                drop = box["abandoned"] and error is None
+            done.set()
+            if drop:
+                _discard(discard, result)
+
+        threading.Thread(target=run, name=f"{self._job.name} (blocking call)", daemon=True).start()
+        while not done.wait(_BLOCKING_POLL_S):
+            if self.cancelled():
+                with lock:
+                    box["abandoned"] = True
+                    drop = box["finished"] and box["error"] is None
+                if drop:
+                    _discard(discard, box["result"])
+                raise JobCancelled()
+        if box["error"] is not None:
+            raise box["error"]
+        return box["result"]
+
+
+def _discard(discard: Callable[[Any], None] | None, result: Any) -> None:
+    if discard is None:
+        return
+    try:
+        discard(result)
+    except Exception:  # noqa: BLE001 -- nobody is left to tell; the result is dropped either way
+        log.debug("discarding the result of an abandoned call failed", exc_info=True)
 
 
 class Job(QObject):

@@ -185,6 +185,13 @@ def test_labels_migrate_to_postgresql_and_back_keeps_every_record(lib, tmp_path,
     out = tmp_path / "from_pg.parquet"
     assert cli(["export", "--store", pg_url, "--out", str(out), "--annotator", "a", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 5 and pl.read_parquet(out).height == 5  # with t9
+    # a command that only reads, with a catalog to name trajectories by: the server store is read as it is
+    from gui_app.core.catalog import Catalog
+
+    Catalog(tmp_path / "catalog.sqlite").close()
+    assert cli(["labels", "list", "--store", pg_url, "--catalog", str(tmp_path / "catalog.sqlite"),
+                "--annotator", "a", "--json"]) == 0
+    assert {r["trajectory_id"] for r in json.loads(capsys.readouterr().out)} >= {"t0", "t1", "t2", "t3"}
 
 
 def test_an_open_queue_is_claimed_from_the_command_line(tmp_path, pg_url, capsys):

@@ -15,10 +15,13 @@ import importlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from gui_app.core.errors import TrajectoryFormatError, UnknownFormatError
+from gui_app.core.errors import RollscopeError, TrajectoryFormatError, UnknownFormatError, clip
+from gui_app.core.safety import MAX_WARNINGS, media_roots
 from gui_app.core.trajectory import Trajectory
+
+T = TypeVar("T")
 
 # Order matters only to break ties in sniff scores: more specific formats first.
 _MODULES = ("native", "osworld", "osworld_trace", "browsergym", "harbor", "atif", "agentnet", "agentnetbench",
@@ -54,20 +57,55 @@ def importers() -> list[Importer]:
 
 
 def by_name(name: str) -> Importer:
+    """The importer called ``name``.
+
+    Raises:
+        UnknownFormatError: no importer has that name (``inspect --format`` with a typo).
+    """
     for imp in importers():
         if imp.name == name:
             return imp
-    raise KeyError(name)
+    raise UnknownFormatError(name, f"no importer named {name!r} (known: {', '.join(i.name for i in importers())})")
+
+
+class ImporterBugError(RollscopeError):
+    """An importer failed in a way it did not mean to (a bug, not a verdict on the file): still one line naming the
+    file, so the user sees which file and a scan goes on. Not a :class:`TrajectoryFormatError`, so tests that accept
+    only a verdict on the file, and the fuzz suite, count it as the failure it is."""
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path, self.reason = str(path), clip(reason)
+        super().__init__(f"{path}: {self.reason}")
+
+
+def guarded(path: Path, fn: Callable[[], T]) -> T:
+    """Run ``fn`` (an importer reading ``path``) so that whatever it meets ends as a :class:`RollscopeError`.
+
+    Nesting too deep for the interpreter and files too big for memory are verdicts on the file; anything else not
+    raised on purpose is an :class:`ImporterBugError`.
+    """
+    try:
+        return fn()
+    except RollscopeError:
+        raise
+    except RecursionError:
+        raise TrajectoryFormatError(path, None, "nested too deeply to read") from None
+    except MemoryError:
+        raise TrajectoryFormatError(path, None, "too large to read into memory") from None
+    except Exception as exc:  # noqa: BLE001 -- one line naming the file instead of a traceback
+        raise ImporterBugError(path, f"could not be read (importer error {type(exc).__name__}: "
+                                           f"{clip(str(exc), 200)})") from exc
 
 
 def detect(path: str | Path) -> Importer | None:
-    """The importer surest about ``path`` (score > 0), or None."""
+    """The importer surest about ``path`` (score > 0), or None. A sniff that fails counts as 0: one importer
+    tripping over a hostile file must not stop the others (or a scan) from classifying it."""
     p = Path(path)
     best, best_score = None, 0.0
     for imp in importers():
         try:
             score = imp.sniff(p)
-        except (OSError, ValueError):
+        except Exception:  # noqa: BLE001 -- sniff must never raise; if it does, it does not recognise the file
             score = 0.0
         if score > best_score:
             best, best_score = imp, score
@@ -84,21 +122,51 @@ def split_selector(path: str | Path) -> tuple[Path, int | None]:
     return Path(s), None
 
 
-def load_all(path: str | Path, fmt: str | None = None, align: bool = True) -> list[Trajectory]:
+def load_all(path: str | Path, fmt: str | None = None, align: bool = True,
+             library_root: str | Path | None = None) -> list[Trajectory]:
     """Every trajectory at ``path`` (format detected unless ``fmt`` names it); see :meth:`Importer.load_all`
-    for ``align``."""
+    for ``align`` and :func:`load_unit` for ``library_root``."""
     p, _ = split_selector(path)
     if not p.exists():
         raise TrajectoryFormatError(p, None, "no such file or directory")
     imp = by_name(fmt) if fmt else detect(p)
     if imp is None:
         raise UnknownFormatError(p)
-    return imp.load_all(p, align=align)
+    return load_unit(p, imp, align, library_root)
 
 
-def load(path: str | Path, fmt: str | None = None, align: bool = True) -> Trajectory:
+def load_unit(path: Path, imp: Importer, align: bool = True,
+              library_root: str | Path | None = None) -> list[Trajectory]:
+    """``imp.load_all(path)``, as every user-facing load runs it (see :func:`_user_load`)."""
+    return _user_load(path, lambda: imp.load_all(path, align=align), library_root)
+
+
+def _user_load(path: Path, read: Callable[[], list[Trajectory]],
+               library_root: str | Path | None) -> list[Trajectory]:
+    """Run an importer's ``read`` of the unit ``path`` for a user:
+
+    - Media are read only inside the unit's folder or ``library_root`` (:func:`gui_app.core.safety.confine`);
+      one named anywhere else is refused with a warning naming the field.
+    - Every failure is a one-line :class:`RollscopeError` naming the file (see :func:`guarded`).
+    - Every warning is one line of bounded length, and at most :data:`~gui_app.core.safety.MAX_WARNINGS` are kept
+      (the last one counts the rest).
+    """
+    unit_dir = path if path.is_dir() else path.parent
+    with media_roots(unit_dir, library_root):
+        trajs = guarded(path, read)
+    for t in trajs:
+        warnings = [clip(str(w)) for w in t.warnings[:MAX_WARNINGS]]
+        if len(t.warnings) > MAX_WARNINGS:
+            warnings.append(f"{t.source_path}: and {len(t.warnings) - MAX_WARNINGS:,} more warnings")
+        t.warnings = warnings
+    return trajs
+
+
+def load(path: str | Path, fmt: str | None = None, align: bool = True,
+         library_root: str | Path | None = None) -> Trajectory:
     """One trajectory: the unit's only one, or ``PATH#N`` for the N-th of a multi-trajectory file (read alone
-    when the importer can: an Inspect log of a thousand samples need not parse them all to show one)."""
+    when the importer can: an Inspect log of a thousand samples need not parse them all to show one). Media are
+    read only inside its folder or ``library_root`` (see :func:`_user_load`)."""
     p, sel = split_selector(path)
     if sel is not None:
         if not p.exists():
@@ -106,9 +174,10 @@ def load(path: str | Path, fmt: str | None = None, align: bool = True) -> Trajec
         imp = by_name(fmt) if fmt else detect(p)
         if imp is None:
             raise UnknownFormatError(p)
-        if hasattr(imp, "load_one"):
-            return imp.load_one(p, sel, align=align)
-    trajs = load_all(p, fmt, align)
+        load_one = getattr(imp, "load_one", None)
+        if load_one is not None:
+            return _user_load(p, lambda: [load_one(p, sel, align=align)], library_root)[0]
+    trajs = load_all(p, fmt, align, library_root)
     if not trajs:
         raise TrajectoryFormatError(p, None, "holds no trajectory")
     if sel is None:

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,16 @@ from typing import Any
 
 from gui_app.core.actions import parse_action
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError, VideoError
+from gui_app.core.safety import (  # noqa: F401 -- video_kind, container_problem: the importers' helpers too
+    BadJSON,
+    confine,
+    container_problem,
+    is_regular,
+    open_regular,
+    parse_json,
+    read_bytes,
+    video_kind,
+)
 from gui_app.core.trajectory import ACTION_TYPES, Step, Trajectory, VideoRef
 
 HEAD_BYTES = 8192
@@ -28,13 +39,19 @@ VIDEO_EXTS = (".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v")
 _NUM = re.compile(r"(\d+)")
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def head(path: Path, n: int = HEAD_BYTES) -> bytes:
-    """The first ``n`` bytes of a file ('' for anything unreadable: sniffing must never raise)."""
+    """The first ``n`` bytes of a regular file, without a UTF-8 byte-order mark (b'' for anything unreadable or not
+    a regular file: sniffing must never raise, nor wait on a FIFO). Notepad and PowerShell write JSON with a BOM;
+    a sniffer looking for ``{`` must see past it."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read(n)
-    except OSError:
+        with open_regular(path) as fh:
+            data = fh.read(n + len(_BOM))
+    except (OSError, ValueError):
         return b""
+    return data[len(_BOM):len(_BOM) + n] if data.startswith(_BOM) else data[:n]
 
 
 def tail(path: Path, n: int = HEAD_BYTES) -> bytes:
@@ -66,20 +83,9 @@ def image_kind(data: bytes) -> str | None:
     return None
 
 
-def video_kind(data: bytes) -> str | None:
-    """The container type from its magic bytes (mp4/mov, matroska/webm, avi), or None."""
-    if data[4:8] == b"ftyp":
-        return "mp4"
-    if data.startswith(b"\x1a\x45\xdf\xa3"):
-        return "matroska"
-    if data[:4] == b"RIFF" and data[8:11] == b"AVI":
-        return "avi"
-    return None
-
-
 def is_video_file(path: Path) -> bool:
-    """A file whose first bytes are a video container (extension alone is not trusted)."""
-    return path.is_file() and video_kind(head(path, 16)) is not None
+    """A regular file whose first bytes are a video container (extension alone is not trusted)."""
+    return is_regular(path) and video_kind(head(path, 16)) is not None
 
 
 def list_dir(path: Path) -> list[Path]:
@@ -94,9 +100,10 @@ def list_dir(path: Path) -> list[Path]:
 
 
 def read_text(path: Path) -> str:
-    """A whole text file, or TrajectoryFormatError naming it."""
+    """A whole text file (a regular one, of at most :data:`gui_app.core.safety.MAX_TEXT_BYTES`), or
+    TrajectoryFormatError naming it."""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        return read_bytes(path).decode("utf-8-sig")
     except OSError as exc:
         raise TrajectoryFormatError(path, None, f"cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -107,10 +114,9 @@ def read_json(path: Path) -> Any:
     """Parse a JSON file; a syntax error names the line and column."""
     text = read_text(path)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrajectoryFormatError(path, None, f"invalid JSON: {exc.msg} (column {exc.colno})",
-                                    line=exc.lineno) from exc
+        return parse_json(text)
+    except BadJSON as exc:
+        raise TrajectoryFormatError(path, None, exc.reason, line=exc.line) from None
 
 
 class TruncatedRecord(TrajectoryFormatError):
@@ -131,10 +137,12 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any | TrajectoryFormatError]]:
         if not line.strip():
             continue
         try:
-            yield lineno, json.loads(line)
-        except json.JSONDecodeError as exc:
-            kind = TruncatedRecord if lineno == last else TrajectoryFormatError
-            yield lineno, kind(path, None, f"invalid JSON: {exc.msg} (column {exc.colno})", line=lineno)
+            yield lineno, parse_json(line)
+        except BadJSON as exc:
+            # A syntax error (BadJSON with a line) in the last record is a file cut while written; a number or
+            # nesting we refuse is bad wherever it is.
+            cut = lineno == last and exc.line is not None
+            yield lineno, (TruncatedRecord if cut else TrajectoryFormatError)(path, None, exc.reason, line=lineno)
 
 
 def truncation_warning(error: TruncatedRecord, kept: int) -> str:
@@ -208,6 +216,9 @@ def number(value: Any, path: Path, field: str, line: int | None = None) -> float
         out = float(value)
     except (TypeError, ValueError):
         raise TrajectoryFormatError(path, field, f"expected a number, got {_short(value)}", line=line) from None
+    except OverflowError:  # an integer past a float's range (10**400)
+        raise TrajectoryFormatError(path, field, f"expected a finite number, got {_short(value)}",
+                                    line=line) from None
     if not math.isfinite(out):
         raise TrajectoryFormatError(path, field, f"expected a finite number, got {value}", line=line)
     return out
@@ -250,12 +261,20 @@ def resolve_media(root: Path, rel: str | None, warnings: list[str], where: str) 
     if re.match(r"^[a-z][a-z0-9+.-]*://", rel, re.I):
         warnings.append(f"{where}: remote image not fetched: {rel}")
         return None
-    p = Path(rel)
-    p = p if p.is_absolute() else root / p
-    if not p.is_file():
-        warnings.append(f"{where}: file not found: {p}")
+    try:
+        p = Path(rel)
+        p = p if p.is_absolute() else root / p
+        real = confine(p, warnings, where)  # inside the trajectory's folder or the library, symlinks resolved
+    except (ValueError, OSError) as exc:  # a NUL byte in the name, a name too long for the system
+        warnings.append(f"{where}: not a usable file name ({exc})")
         return None
-    return str(p.resolve())
+    if real is None:
+        return None
+    if not is_regular(real):
+        warnings.append(f"{where}: file not found: {p}" if not os.path.exists(real) else
+                        f"{where}: not a regular file: {p}")
+        return None
+    return str(real)
 
 
 def probe_video(path: Path) -> VideoRef:
@@ -266,6 +285,9 @@ def probe_video(path: Path) -> VideoRef:
     """
     from gui_app.core.video import probe  # lazy: keeps importer modules light to import
 
+    problem = container_problem(path)  # an MP4 cut short can still open, with a frame count it cannot keep
+    if problem is not None:
+        raise VideoError(path, problem)
     ref = probe(str(path))
     ref.path = str(Path(path).resolve())
     return ref
@@ -289,7 +311,13 @@ def attach_recording(traj: Trajectory, file: Path, align_steps: bool) -> None:
 
     A recording that will not open is a warning naming the file; the trajectory still loads without video.
     """
-    if not file.is_file():
+    if not file.exists() and not file.is_symlink():
+        return
+    real = confine(file, traj.warnings, f"{file}: field 'video'")
+    if real is None:
+        return
+    if not is_regular(real):
+        traj.warnings.append(f"{file}: field 'video': not a regular file; recording not used")
         return
     try:
         traj.video = probe_video(file)
@@ -357,9 +385,9 @@ def tool_call(call: Any, path: Path, field: str, name_key: str, id_key: str,
     args = call.get("arguments")
     if json_args and isinstance(args, str):
         try:
-            decoded = json.loads(args)
+            decoded = parse_json(args)
             args = decoded if isinstance(decoded, dict) else args
-        except json.JSONDecodeError:
+        except BadJSON:
             pass
     elif args is not None and not isinstance(args, dict):
         wanted = "an object or a string" if json_args else "an object"
@@ -437,8 +465,8 @@ def looks_like_step_log(path: Path, need_time: bool) -> bool:
         return False
     if first.startswith("{"):
         try:
-            keys = set(json.loads(first))
-        except (json.JSONDecodeError, TypeError):
+            keys = set(parse_json(first))
+        except (BadJSON, TypeError):
             keys = set(re.findall(r'"([A-Za-z_]+)"\s*:', first))
     elif path.suffix.lower() == ".csv":
         keys = {k.strip().strip('"') for k in first.split(",")}
@@ -450,15 +478,34 @@ def looks_like_step_log(path: Path, need_time: bool) -> bool:
     return has_time or bool(keys & (set(SHOT_KEYS) | {"action"}))
 
 
-def find_step_log(root: Path, need_time: bool) -> Path | None:
-    """The step log in ``root``: ``steps.jsonl``/``steps.csv`` first, else any .jsonl/.csv that looks like one."""
+def find_step_log(root: Path, need_time: bool, warnings: list[str] | None = None) -> Path | None:
+    """The step log in ``root``: ``steps.jsonl``/``steps.csv`` first, else any .jsonl/.csv that looks like one.
+
+    A ``steps.jsonl``/``steps.csv`` that is there but cannot be used (unreadable, not a regular file, no step record
+    on its first line) is named in ``warnings``: the trajectory then loads without it, which must not go unsaid.
+    """
     for name in LOG_NAMES:
-        if (root / name).is_file() and looks_like_step_log(root / name, need_time):
-            return root / name
+        file = root / name
+        if is_regular(file) and looks_like_step_log(file, need_time):
+            return file
+        if warnings is not None and (file.exists() or file.is_symlink()):
+            warnings.append(f"{file}: {_why_not_a_log(file, need_time)}; steps not read from it")
     for p in list_dir(root):
-        if p.suffix.lower() in (".jsonl", ".csv") and p.is_file() and looks_like_step_log(p, need_time):
+        if p.suffix.lower() in (".jsonl", ".csv") and is_regular(p) and looks_like_step_log(p, need_time):
             return p
     return None
+
+
+def _why_not_a_log(file: Path, need_time: bool) -> str:
+    if not is_regular(file):
+        return "not a regular file"
+    try:
+        with open_regular(file) as fh:
+            fh.read(1)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    what = "start time" if need_time else "action, screenshot or time"
+    return f"its first record has no {what} (not a step log)"
 
 
 def read_step_log(path: Path, need_time: bool, warnings: list[str] | None = None) -> list[dict[str, Any]]:

@@ -18,7 +18,6 @@ line is bad raises the first line's error.
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -78,8 +77,8 @@ class AgentNetImporter:
         text = c.read_text(path).lstrip()
         if text.startswith("[") or (text.startswith("{") and "\n{" not in text.rstrip()):
             try:
-                doc = json.loads(text)
-            except json.JSONDecodeError:
+                doc = c.parse_json(text)
+            except c.BadJSON:
                 doc = None  # not one document: JSON Lines, whose bad lines are reported one by one
             if isinstance(doc, list):
                 return list(enumerate(doc, start=1))
@@ -126,9 +125,9 @@ class AgentNetImporter:
             image = c.typed(s, "image", str, path, f"{f}.image", line=line)
             shot = None
             if image:
-                found = next((d / image for d in image_dirs if (d / image).is_file()), None)
-                shot = str(found.resolve()) if found else c.resolve_media(path.parent, image, warnings,
-                                                                           f"{path}:{line}: field '{f}.image'")
+                found = next((d / image for d in image_dirs if c.is_regular(d / image)), None)
+                shot = c.resolve_media(found.parent if found else path.parent, found.name if found else image,
+                                       warnings, f"{path}:{line}: field '{f}.image'")
             extra: dict[str, Any] = {"screenshot_timing": "before_action"}
             for key in ("observation", "reflection"):
                 if vget(key, str):

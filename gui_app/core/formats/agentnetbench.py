@@ -58,7 +58,8 @@ class AgentNetBenchImporter:
         meta = get("meta_info", dict)
         if meta:
             traj.metadata["meta_info"] = meta
-            apps = [a for a in (meta.get("applications") or []) + (meta.get("websites") or []) if isinstance(a, str)]
+            apps = [a for k in ("applications", "websites") if isinstance(meta.get(k), list) for a in meta[k]
+                    if isinstance(a, str)]
             traj.app = ", ".join(apps) or None
             traj.os = meta.get("system") if isinstance(meta.get("system"), str) else None
             if isinstance(meta.get("domain"), str):
@@ -75,9 +76,9 @@ class AgentNetBenchImporter:
             gt = c.typed(s, "ground_truth_actions", list, path, f"{f}.ground_truth_actions")
             shot = None
             if image:
-                found = next((d / image for d in image_dirs if (d / image).is_file()), None)
-                if found is not None:
-                    shot = str(found)
+                found = next((d / image for d in image_dirs if c.is_regular(d / image)), None)
+                if found is not None:  # inside the file's folder or the library only (a name may be ../../x)
+                    shot = c.resolve_media(found.parent, found.name, warnings, f"{path}: field '{f}.image'")
                 else:
                     warnings.append(f"{path}: field '{f}.image': file not found: {image} (looked in images/ and "
                                     f"beside the file)")

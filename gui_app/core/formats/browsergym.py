@@ -24,6 +24,7 @@ from typing import Any
 
 from gui_app.core.errors import TrajectoryFormatError
 from gui_app.core.formats import _common as c
+from gui_app.core.safety import MAX_STEPS, bounded_count
 from gui_app.core.trajectory import Outcome, Trajectory
 
 SUMMARY = "summary_info.json"
@@ -135,7 +136,9 @@ class BrowserGymImporter:
         for i in range(n):
             action = actions[i] if i < len(actions) else ""
             shot = shots.get(i)
-            if shot is None:
+            if shot is not None and c.confine(shot, warnings, f"{root}: field 'steps[{i}].screenshot'") is None:
+                shot = None  # a symlink out of the run's folder
+            elif shot is None:
                 warnings.append(f"{root}: field 'steps[{i}].screenshot': file not found: screenshot_step_{i}.png")
             extra: dict[str, Any] = {"screenshot_timing": "before_action"}
             som = next((root / f"screenshot_som_step_{i}.{e}" for e in ("png", "jpg")
@@ -170,8 +173,11 @@ class BrowserGymImporter:
         if not isinstance(doc, dict):
             raise TrajectoryFormatError(file, "(root)", "expected a JSON object")
         n_steps = c.typed(doc, "n_steps", int, file, "n_steps")
-        if n_steps is not None and n_steps < 0:
-            raise TrajectoryFormatError(file, "n_steps", f"expected a count >= 0, got {n_steps}")
+        if n_steps is not None:
+            try:
+                bounded_count(n_steps, MAX_STEPS, "steps")  # the steps are built one by one from this count
+            except ValueError as exc:
+                raise TrajectoryFormatError(file, "n_steps", str(exc)) from None
         cum = c.number(doc.get("cum_reward"), file, "cum_reward")
         raw = c.number(doc.get("cum_raw_reward"), file, "cum_raw_reward")
         for key in ("terminated", "truncated"):
@@ -200,7 +206,7 @@ class BrowserGymImporter:
         if not file.is_file():
             return {"actions": [], "goal": None}
         try:
-            with open(file, "rb") as fh:
+            with c.open_regular(file) as fh:
                 text = fh.read(LOG_BYTES).decode("utf-8", errors="replace")
         except OSError as exc:
             traj.warnings.append(f"{file}: cannot read: {exc.strerror or exc}")

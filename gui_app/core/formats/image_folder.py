@@ -54,7 +54,9 @@ class ImageFolderImporter:
         if not images or c.image_kind(c.head(images[0], 16)) is None:
             return 0.0
         for p in c.list_dir(path):
-            if p.is_dir() and not p.name.startswith(".") and _subdir_is_unit(p):
+            # A symlinked folder is never a unit of its own (a scan does not follow it: `sub -> .` would loop), so
+            # it does not stop this folder from being one either.
+            if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and _subdir_is_unit(p):
                 return 0.0
             if p.suffix.lower() in _DATA_EXTS and p.name not in c.LOG_NAMES and _other_format(p):
                 return 0.0
@@ -70,11 +72,14 @@ class ImageFolderImporter:
             raise TrajectoryFormatError(root, None, "no screenshots (png/jpg/jpeg/webp) in the folder")
         warnings: list[str] = []
         traj = Trajectory(id=root.name, source_format=self.name, source_path=str(root), warnings=warnings)
+        images = [p for p in images if c.confine(p, warnings, f"{root}: field 'screenshot'") is not None]
+        if not images:
+            raise TrajectoryFormatError(root, None, "no screenshots inside the folder (every image links out of it)")
         c.read_meta(root, traj)
         for img in images:
             if c.image_kind(c.head(img, 16)) is None:
                 warnings.append(f"{img}: field 'screenshot': not a PNG/JPEG/WebP image")
-        log = c.find_step_log(root, need_time=False)
+        log = c.find_step_log(root, need_time=False, warnings=warnings)
         if log is None:
             traj.steps = [Step(index=i, screenshot=str(p), extra={"source_index": i}) for i, p in enumerate(images)]
             return traj

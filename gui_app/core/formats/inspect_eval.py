@@ -23,9 +23,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
+import math
 import re
 import zipfile
+import zlib
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from typing import Any
 from gui_app.core import cache
 from gui_app.core.errors import TrajectoryFormatError
 from gui_app.core.formats import _common as c
+from gui_app.core.safety import MAX_TEXT_BYTES
 from gui_app.core.trajectory import Outcome, Step, Trajectory
 
 HEADER = "header.json"
@@ -49,15 +51,20 @@ def score_value(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            out = float(value)
+        except OverflowError:  # an integer past a float's range is no score
+            return None
+        return out if math.isfinite(out) else None
     if isinstance(value, str):
         v = value.strip().upper()
         if v in _GRADES:
             return _GRADES[v]
         try:
-            return float(v)
+            out = float(v)
         except ValueError:
             return None
+        return out if math.isfinite(out) else None
     return None
 
 
@@ -103,6 +110,8 @@ class InspectEvalImporter:
 
     @staticmethod
     def _open(path: Path) -> zipfile.ZipFile:
+        if not c.is_regular(path):  # a FIFO named .eval is refused, never waited on
+            raise TrajectoryFormatError(path, None, "not a regular file")
         try:
             return zipfile.ZipFile(path)
         except zipfile.BadZipFile as exc:
@@ -113,13 +122,19 @@ class InspectEvalImporter:
     @staticmethod
     def _member(path: Path, z: zipfile.ZipFile, name: str) -> Any:
         try:
+            size = z.getinfo(name).file_size
+            if size > MAX_TEXT_BYTES:  # what it says it inflates to: a zip bomb must not be inflated to find out
+                raise TrajectoryFormatError(path, name, f"inflates to {size:,} bytes, more than a log member holds")
             data = z.read(name)
-        except (KeyError, zipfile.BadZipFile, OSError) as exc:
+        except (KeyError, zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+                zlib.error) as exc:
             raise TrajectoryFormatError(path, name, f"cannot read from the archive: {exc}") from exc
         try:
-            return json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise TrajectoryFormatError(path, name, f"invalid JSON: {exc}") from exc
+            return c.parse_json(data)
+        except c.BadJSON as exc:
+            raise TrajectoryFormatError(path, name, exc.reason, line=exc.line) from exc
+        except UnicodeDecodeError as exc:
+            raise TrajectoryFormatError(path, name, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
     def _spec(self, path: Path, z: zipfile.ZipFile) -> dict[str, Any]:
         """``header.json`` (a finished eval), else ``_journal/start.json`` (one still running or killed)."""
@@ -316,12 +331,8 @@ class _Images:
             if re.match(r"^[a-z][a-z0-9+.-]*://", value, re.I) or value.startswith("<"):
                 self.warnings.append(f"{self.path}: field '{where}': image not stored in the log: {value[:80]}")
                 return None
-            p = Path(value)
-            p = p if p.is_absolute() else self.path.parent / p
-            if p.is_file():
-                return str(p)
-            self.warnings.append(f"{self.path}: field '{where}': file not found: {p}")
-            return None
+            # A file named by the log: read only inside the log's folder or the library, as every importer's media.
+            return c.resolve_media(self.path.parent, value, self.warnings, f"{self.path}: field '{where}'")
         try:
             data = base64.b64decode(value[m.end():], validate=False)
         except (binascii.Error, ValueError):

@@ -47,7 +47,10 @@ def _wall(value: Any) -> datetime | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(float(value), tz=timezone.utc).replace(tzinfo=None)
+        try:
+            return datetime.fromtimestamp(float(value), tz=timezone.utc).replace(tzinfo=None)
+        except (OverflowError, ValueError, OSError):  # past the years a clock can show (10**400, 1e308)
+            return None
     if isinstance(value, str):
         if "@" in value:
             return parse_timestamp(value)
@@ -83,7 +86,7 @@ class OSWorldTraceImporter:
         traces: dict[int, Path] = {}
         for p in c.list_dir(root):
             m = _SHOT.match(p.name)
-            if m:
+            if m and c.confine(p, warnings, f"{root}: field 'screenshot'") is not None:  # no link out of the run
                 shots.setdefault(int(m.group(1)), p)
             m = _TRACE.match(p.name)
             if m:

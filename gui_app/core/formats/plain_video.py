@@ -29,6 +29,11 @@ def _videos(root: Path) -> list[Path]:
     return [p for p in c.list_dir(root) if p.suffix.lower() not in _NOT_VIDEO and c.is_video_file(p)]
 
 
+def _named_videos(root: Path) -> list[Path]:
+    """Files (or links, or FIFOs) named as videos, whatever their bytes are."""
+    return [p for p in c.list_dir(root) if p.suffix.lower() in c.VIDEO_EXTS and not p.is_dir()]
+
+
 class PlainVideoImporter:
     name = "plain_video"
 
@@ -40,6 +45,11 @@ class PlainVideoImporter:
         if not path.is_dir():
             return 0.0
         vids = _videos(path)
+        if not vids and len(_named_videos(path)) == 1 and c.find_step_log(path, need_time=True):
+            # A step log with times beside a file named as a video that is not one: this folder is a plain-video
+            # run with a broken recording. Claimed, so that loading says so, rather than left to be walked into
+            # (its screenshots folder would be listed as a run of its own).
+            return 0.8
         if len(vids) != 1:
             return 0.0
         return 0.8 if c.find_step_log(path, need_time=True) else 0.3
@@ -53,7 +63,7 @@ class PlainVideoImporter:
             root, video_path = path.parent, path
         else:
             root = path
-            vids = _videos(root)
+            vids = _videos(root) or _named_videos(root)
             if not vids:
                 raise TrajectoryFormatError(root, "video", "no video file (mp4/webm/mkv/avi) in the directory")
             if len(vids) > 1:
@@ -63,13 +73,15 @@ class PlainVideoImporter:
         warnings: list[str] = []
         traj = Trajectory(id=root.name if path.is_dir() else video_path.stem, source_format=self.name,
                           source_path=str(path), warnings=warnings)
+        if c.confine(video_path, warnings, f"{root}: field 'video'") is None:  # a symlink out of the folder
+            raise TrajectoryFormatError(video_path, "video", "links outside the trajectory's folder; not opened")
         try:
             traj.video = c.probe_video(video_path)
         except VideoError as exc:
             raise TrajectoryFormatError(video_path, "video", f"will not open as a video: {exc.reason}") from exc
         duration = traj.video.frames / traj.video.fps if traj.video.fps and traj.video.frames else None
         c.read_meta(root, traj)
-        log = c.find_step_log(root, need_time=True)
+        log = c.find_step_log(root, need_time=True, warnings=warnings)
         if log is None:
             warnings.append(f"{root}: no step log (steps.jsonl or steps.csv with a start time per step)")
             return traj
