@@ -107,7 +107,8 @@ def main() -> int:
             out = Path(tmp) / f"run-{n}"
             try:
                 rep = finetune(FinetuneArgs(out=str(out), base=args.base, cache=str(cache), minutes=args.minutes,
-                                            epochs=args.epochs, holdout=0.0, seed=args.seed, threads=args.threads),
+                                            epochs=args.epochs, holdout=0.0, seed=args.seed, threads=args.threads,
+                                            library_root=str(args.data)),
                                found.runs, log=lambda m: None)
             except RollscopeError as exc:
                 _common.log(f"{n} labels: no fine-tune: {exc}")

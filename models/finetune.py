@@ -88,6 +88,8 @@ class FinetuneArgs:
         augment: share of training examples re-featurised with reading noise each epoch.
         seed: seeds the split, the order, the augmentation and dropout.
         threads: torch CPU threads.
+        library_root: the library the runs belong to: their media may lie anywhere inside it (a derived run reads
+            its original's recording), not only in their own folder.
     """
 
     out: str
@@ -103,6 +105,7 @@ class FinetuneArgs:
     augment: float = 0.5
     seed: int = 0
     threads: int = 1
+    library_root: str = ""
 
 
 @dataclass
@@ -170,7 +173,7 @@ def _percept_file(cache_dir: Path, key: str, run_key: str) -> Path:
 
 
 def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: str | Path,
-                  progress: ProgressFn | None = None) -> tuple[list[Perceived], list[tuple[str, str]], float]:
+                  progress: ProgressFn | None = None, library_root: str | Path | None = None) -> tuple[list[Perceived], list[tuple[str, str]], float]:
     """Perceive every run with ``model``'s perception (cached); returns (perceived runs, (key, error) for each run
     that could not be, seconds spent perceiving what was not cached)."""
     from gui_app.core import formats
@@ -188,7 +191,7 @@ def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: st
                     payload = pickle.load(fh)
             else:
                 t0 = time.perf_counter()
-                traj = formats.load(run.key)
+                traj = formats.load(run.key, library_root=library_root)
                 kf = load_keyframes(traj, MAX_FRAMES)
                 percept = model.perceiver.perceive(kf.frames, kf.reference)
                 payload = {"percept": percept, "steps": kf.steps, "n_steps": traj.n_steps,
@@ -382,7 +385,8 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
         base_scoring, base_torch = load_base(base_path, args.threads)
     except ModelLoadError as exc:
         raise FinetuneError(f"base model: {exc}") from exc
-    perceived, errors, t_perceive = perceive_runs(runs, base_torch, args.cache or out / ".perception", progress)
+    perceived, errors, t_perceive = perceive_runs(runs, base_torch, args.cache or out / ".perception", progress,
+                                                   args.library_root or None)
     skipped_all = list(skipped) + [e for e in errors if not any(e[0] == p.run.ref for p in perceived)]
     notes = [e for e in errors if any(e[0] == p.run.ref for p in perceived)]
     n_ok = sum(p.run.success for p in perceived)

@@ -22,6 +22,7 @@ REC_HEIGHT = 48  # the recogniser's input height
 TEXT_HEIGHT = 36  # a line is scaled to this height and padded to REC_HEIGHT: a quarter less width to read, and
 # as read as at full height on recorded screens (69 of 78 lines read the same, the rest split between better and
 # worse; 28 px lost letters)
+WIDTH_STEP = 32  # crops are padded to a multiple of this width (and batched by it)
 MAX_CROP_WIDTH = 480  # at 36 px high: about 40 characters; longer lines are cut around their middle
 #: Bump when line finding or reading changes what the model is given (checked against the weights at load).
 TEXT_FEATURE_VERSION = 1
@@ -167,7 +168,8 @@ class TextReader:
         return hashlib.blake2b(np.ascontiguousarray(crop).tobytes() + bytes(str(crop.shape), "ascii"),
                                digest_size=16).digest()
 
-    def _prep(self, crop: np.ndarray) -> np.ndarray:
+    def _prep(self, crop: np.ndarray) -> tuple[np.ndarray, int]:
+        """The recogniser's input for one crop, and the width of the line in it (the rest is padding)."""
         h, w = crop.shape[:2]
         nw = int(np.ceil(TEXT_HEIGHT * w / max(1, h)))
         if nw > MAX_CROP_WIDTH:  # keep the middle of an over-long line
@@ -177,12 +179,16 @@ class TextReader:
         nw = max(8, nw)
         interp = cv2.INTER_AREA if TEXT_HEIGHT < h else cv2.INTER_LINEAR
         line = cv2.resize(crop, (nw, TEXT_HEIGHT), interpolation=interp)[..., ::-1]  # BGR, as the model was trained
-        # pad to the model's height with the line's own background (the median of its top and bottom rows)
-        img = np.empty((REC_HEIGHT, nw, 3), np.uint8)
+        # Pad to the model's height, and to the next multiple of WIDTH_STEP, with the line's own background (the
+        # median of its top and bottom rows). The recogniser attends along the whole line, so padding changes what
+        # it reads: each crop is padded on its own and batched only with crops of its padded width, so a line
+        # reads the same whatever else is read with it (the same run scores the same alone, in a batch, on Ray).
+        width = -(-nw // WIDTH_STEP) * WIDTH_STEP
+        img = np.empty((REC_HEIGHT, width, 3), np.uint8)
         img[:] = np.median(np.concatenate([line[0], line[-1]]), axis=0).astype(np.uint8)
         top = (REC_HEIGHT - TEXT_HEIGHT) // 2
-        img[top:top + TEXT_HEIGHT] = line
-        return (img.astype(np.float32) / 127.5 - 1.0).transpose(2, 0, 1)  # (3, 48, w)
+        img[top:top + TEXT_HEIGHT, :nw] = line
+        return (img.astype(np.float32) / 127.5 - 1.0).transpose(2, 0, 1), nw  # (3, 48, width)
 
     def _decode(self, probs: np.ndarray, width: int) -> tuple[str, float]:
         steps = max(1, int(np.ceil(width / 8)))  # the recogniser's output stride along the line
@@ -199,7 +205,7 @@ class TextReader:
     def read_crops(self, crops: list[np.ndarray], batch_pixels: int = 6 * 320) -> list[tuple[str, float]]:
         """(text, confidence) per RGB crop. Crops of similar width are batched; seen crops come from the cache."""
         out: list[tuple[str, float] | None] = [None] * len(crops)
-        todo: list[tuple[int, bytes, np.ndarray]] = []
+        todo: list[tuple[int, bytes, np.ndarray, int]] = []
         for i, c in enumerate(crops):
             if c.size == 0 or min(c.shape[:2]) < 3:
                 out[i] = ("", 0.0)
@@ -210,23 +216,21 @@ class TextReader:
                 self._cache.move_to_end(k)
                 out[i] = hit
             else:
-                todo.append((i, k, self._prep(c)))
+                todo.append((i, k, *self._prep(c)))
         todo.sort(key=lambda t: t[2].shape[2])
         start = 0
         while start < len(todo):
+            width = todo[start][2].shape[2]
             end = start + 1
-            # grow the batch while padding to the widest costs at most ``batch_pixels`` per row
-            while end < len(todo) and todo[end][2].shape[2] * (end - start + 1) <= max(batch_pixels,
-                                                                                      todo[end][2].shape[2]):
+            # a batch holds crops of one padded width, at most ``batch_pixels`` of width in all
+            while end < len(todo) and todo[end][2].shape[2] == width and width * (end - start + 1) <= max(
+                    batch_pixels, width):
                 end += 1
             chunk = todo[start:end]
-            width = max(t[2].shape[2] for t in chunk)
-            x = np.zeros((len(chunk), 3, REC_HEIGHT, width), np.float32)
-            for j, (_, _, arr) in enumerate(chunk):
-                x[j, :, :, :arr.shape[2]] = arr
+            x = np.stack([arr for _, _, arr, _ in chunk])
             probs = self.session.run(None, {self._input: x})[0]
-            for j, (i, k, arr) in enumerate(chunk):
-                res = self._decode(probs[j], arr.shape[2])
+            for j, (i, k, _, nw) in enumerate(chunk):
+                res = self._decode(probs[j], nw)
                 out[i] = res
                 self._cache[k] = res
                 if len(self._cache) > self._cache_size:

@@ -57,7 +57,10 @@ def same(got: dict, want: dict) -> bool:
     close = {"p_success": pytest.approx(want.get("p_success"), abs=1e-5),
              "step_scores": pytest.approx(want.get("step_scores"), abs=1e-5),
              "ood": pytest.approx(want.get("ood"), abs=1e-4)}
-    return got == {**want, **{k: v for k, v in close.items() if want.get(k) is not None}}
+    want = {**want, **{k: v for k, v in close.items() if want.get(k) is not None}}
+    if got != want:  # say which field, not only that the dicts differ
+        print({k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)})
+    return got == want
 
 
 def factory():

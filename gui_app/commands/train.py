@@ -161,7 +161,7 @@ def run_from_labels(args: argparse.Namespace) -> int:
     fargs = FinetuneArgs(out=args.out, base=active_or(args.base) or "", cache=args.cache, minutes=args.minutes,
                          epochs=args.epochs or 12, batch_size=args.batch_size or 16, lr=args.lr or 3e-4,
                          holdout=args.holdout, augment=0.5 if args.augment else 0.0, seed=args.seed,
-                         threads=args.threads)
+                         threads=args.threads, library_root=str(root))
     bars = _Bars(args.json)
     try:
         report = finetune(fargs, found.runs, log=lambda msg: print(msg, file=sys.stderr), progress=bars,

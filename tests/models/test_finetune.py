@@ -152,6 +152,7 @@ def test_a_worse_model_does_not_replace_the_active_one(labelled, samples, tiny_w
     store.close()
     strong = tmp_path / "strong"
     finetune(FinetuneArgs(out=str(strong), base=str(tiny_weights), cache=str(cache), holdout=0, epochs=40, lr=3e-3,
+                          library_root=str(samples),
                           anchor=0.0, augment=0.0), runs, log=lambda m: None)
     before = active_model()
     rc, report, err = cli_json(["train", "--from-labels", "--store", str(path), "--root", str(samples), "--base",
@@ -159,8 +160,8 @@ def test_a_worse_model_does_not_replace_the_active_one(labelled, samples, tiny_w
                                 "4", "--lr", "0.05", "--activate", "--json"], capsys)
     assert rc == 1
     assert report["worse"] and not report["activated"]
-    assert report["new"]["accuracy"] < report["base"]["accuracy"]
-    assert "not activated" in err and "below the base model" in err
+    assert report["new"]["accuracy"] <= report["base"]["accuracy"]  # lower, or equal with fewer first steps exact
+    assert "not activated" in err and ("below the base model" in err or "first" in err)
     assert active_model() == before
     assert (tmp_path / "reckless" / "model.onnx").is_file()  # written, usable by name, just not made the default
 
