@@ -124,9 +124,10 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("use_model", "&Use model…", ("Ctrl+Alt+M",), "use_model_dialog",
                "Make a weights folder (a fine-tuned run) the active reward model, as `rollscope model use` does; the "
                "next scores are its", "Model"),
-    ActionSpec("use_shipped_model", "Use the &shipped model", (), "use_shipped_model",
+    ActionSpec("use_shipped_model", "Use the &shipped model", ("Ctrl+Alt+Shift+M",), "use_shipped_model",
                "Go back to the shipped reward model, as `rollscope model reset` does", "Model"),
-    ActionSpec("rescore_library", "&Rescore the library with the active model", (), "rescore_library",
+    ActionSpec("rescore_library", "&Rescore the library with the active model", ("Ctrl+Alt+Shift+R",),
+               "rescore_library",
                "Score every trajectory of the library again with the active model, in the background (Esc cancels); "
                "the earlier model's scores are kept for the \"models disagree\" queue", "Model"),
     # View
