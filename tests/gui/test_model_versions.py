@@ -53,6 +53,13 @@ def test_switching_the_model_changes_the_setting_and_the_next_score(qtbot, tmp_p
 
     catalog = win.session.library.catalog
     assert [m.model for m in catalog.scoring_models()] == ["finetune-b:onnx", "finetune-a:onnx"]
+    # Rescore the library with the active model: the scorer's library job (progress, Esc cancels).
+    with qtbot.waitSignal(win.scorer.scored, timeout=300_000):
+        win.action_map["rescore_library"].trigger()
+        assert win.scorer.job.name == "Scoring the whole library"
+    assert [(m.model, m.n_scores) for m in catalog.scoring_models()] == [("finetune-b:onnx", 2),
+                                                                        ("finetune-a:onnx", 1)]
+    qtbot.waitUntil(lambda: win.scorer.job is None, timeout=30_000)
     # The same weights give the same verdict: the two models disagree on nothing, and the queue says so.
     with qtbot.waitSignal(win.queue.started, timeout=30_000):
         win.action_map["queue_models"].trigger()
