@@ -7,6 +7,10 @@ free slot, atomically in the shared store, so annotators on different machines n
 ``rollscope queue build NAME --annotators A --order teach`` builds the "teach the model" queue: unlabelled runs the
 model is least sure of or finds unlike its training data first, near-identical runs kept apart (score the library
 first: ``rollscope score DIR --catalog ...``; unscored runs come last).
+
+``rollscope queue build NAME --order models [--models A,B]`` builds the "models disagree" queue: only the runs whose
+latest verdicts by models A and B differ (default: the two models that scored the library most recently), the
+widest gap between their probabilities first.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--catalog", default=None, help="catalog (default ROOT/.rollscope/catalog.sqlite)")
     b.add_argument("--filter", dest="text", default="", help="catalog search text")
     b.add_argument("--limit", type=int, default=None, help="at most this many items")
+    b.add_argument("--models", default=None,
+                   help="with --order models: the two model names to compare, comma-separated (default: the two "
+                        "that scored the library most recently)")
     s = sub.add_parser("status", help="progress per annotator")
     s.add_argument("name")
     n = sub.add_parser("next", help="an annotator's next unlabelled item (claimed for them in an open queue)")
@@ -43,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gui_app.core.queue import LabelQueue
+    from gui_app.core.queue import MODELS, LabelQueue, model_gaps
 
     # `next` writes: in an open queue it claims the item for the annotator.
     store = open_store_from(args, must_exist=args.queue_command != "build", read_only=args.queue_command == "status")
@@ -57,12 +64,23 @@ def run(args: argparse.Namespace) -> int:
                 rows = catalog.query(args.text, limit=None)
                 order = [o.strip() for o in args.order.split(",") if o.strip()]
                 ood = catalog.ood_scores() if "teach" in order else None
+                gaps = None
+                if MODELS in order:
+                    named = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+                    try:
+                        pair, gaps = model_gaps(catalog, named)
+                    except ValueError as exc:
+                        from gui_app.core.annotation import AnnotationError
+
+                        raise AnnotationError("", "--models", str(exc), source=str(path)) from exc
+                    if not args.json:
+                        print(f"models disagree: {pair[0]} vs {pair[1]}: {len(gaps)} run(s)")
             finally:
                 catalog.close()
             annotators = [a.strip() for a in args.annotators.split(",") if a.strip()]
             try:
                 q = LabelQueue.build(store, args.name, [r for r in rows if r.error is None], annotators, args.k,
-                                     order, args.limit, ood=ood)
+                                     order, args.limit, ood=ood, model_gaps=gaps)
             except ValueError as exc:
                 from gui_app.core.annotation import AnnotationError
 

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 from gui_app.core import db
 from gui_app.core.errors import CatalogError, RollscopeError, clip
 from gui_app.core.identity import library_key
-from gui_app.core.score import Score
+from gui_app.core.score import Score, verdict
 from gui_app.core.trajectory import Trajectory
 
 CATALOG_DIR = ".rollscope"
@@ -125,6 +125,30 @@ class CatalogRow(NamedTuple):
     model_success: bool | None
     ref: str = ""
     model_unknown: bool | None = None
+
+
+class ModelUse(NamedTuple):
+    """A model that has scored the library: its name (``Score.model``), how many scores it gave, and when it last
+    scored (seconds since the epoch)."""
+
+    model: str
+    n_scores: int
+    last_scored_at: float
+
+
+class ModelDisagreement(NamedTuple):
+    """A trajectory two models judge differently: its key, each model's latest ``p_success`` and verdict."""
+
+    key: str
+    p_a: float | None
+    p_b: float | None
+    success_a: bool
+    success_b: bool
+
+    @property
+    def gap(self) -> float:
+        """How far apart the two probabilities are (0 when one is unknown): the wider, the sharper the question."""
+        return 0.0 if self.p_a is None or self.p_b is None else abs(float(self.p_a) - float(self.p_b))
 
 
 def pack_masks(masks: Sequence[Any]) -> tuple[str, bytes]:
@@ -897,6 +921,50 @@ class Catalog:
                      seconds=seconds, timings=json.loads(timings or "{}"), scored_at=scored_at,
                      unknown=bool(unknown))
 
+
+    # -- model versions ------------------------------------------------------------------------------------
+
+    def scoring_models(self) -> list[ModelUse]:
+        """The models that have scored this library (every score is kept with its model's name), the one that
+        scored last first: what the app offers to compare, and "the two most recent models" of the disagreement
+        queue. Scores stored without a model name are left out (nothing says which model gave them)."""
+        with self._reading("read the scoring models"):
+            return [ModelUse(str(m), int(n), float(t)) for m, n, t in self._conn().execute(
+                "SELECT model, COUNT(*), MAX(scored_at) FROM scores WHERE model IS NOT NULL AND model != '' "
+                "GROUP BY model ORDER BY MAX(id) DESC")]
+
+    def model_disagreements(self, model_a: str, model_b: str) -> list[ModelDisagreement]:
+        """The trajectories whose latest score by ``model_a`` and latest score by ``model_b`` give different
+        verdicts, by key, the widest gap between the two probabilities first.
+
+        A verdict is the score's own (its ``success``, else ``p_success >= threshold`` by that model's own
+        threshold: two models need not share one). A score whose model says it cannot judge the run (``unknown``)
+        or whose verdict is unknown (stored before the catalog kept thresholds) disagrees with nothing. Only keys
+        the catalog lists count (a score kept for a vanished unit is not a run to look at).
+
+        Raises:
+            CatalogError: the catalog cannot be read.
+        """
+        if model_a == model_b:
+            return []
+        with self._reading("compare two models' scores"):
+            rows = self._conn().execute(
+                "SELECT s.key, s.model, s.p_success, s.threshold, s.success, s.unknown FROM scores s "
+                "JOIN trajectories t ON t.key = s.key "
+                "WHERE s.id IN (SELECT MAX(id) FROM scores WHERE model IN (?, ?) GROUP BY key, model)",
+                (model_a, model_b)).fetchall()
+        by_key: dict[str, dict[str, tuple[float | None, bool | None]]] = defaultdict(dict)
+        for key, model, p, threshold, success, unknown in rows:
+            said = None if unknown else (bool(success) if success is not None else verdict(p, threshold))
+            by_key[key][model] = (p, said)
+        out = []
+        for key, got in by_key.items():
+            if len(got) < 2:
+                continue
+            (p_a, v_a), (p_b, v_b) = got[model_a], got[model_b]
+            if v_a is not None and v_b is not None and v_a != v_b:
+                out.append(ModelDisagreement(key, p_a, p_b, v_a, v_b))
+        return sorted(out, key=lambda d: (-d.gap, d.key))
 
 def _row(r: tuple[Any, ...]) -> CatalogRow:
     """A row from the tuple of :data:`_COLUMNS` (success already a bool, see :data:`_BOOL_TYPE`)."""

@@ -20,6 +20,11 @@ near-identical runs (same task or instruction, similar score) kept apart so that
 queued in a row. It orders the whole list at once (each pick depends on the ones before it), so it stands alone.
 The scores come in with the rows (the catalog stores each run's latest ``p_success``, ``threshold`` and ``ood``):
 the core runs no model.
+
+The ``models`` ordering ("models disagree", :func:`models_order`) lists only the runs where two models' verdicts
+differ (:meth:`~gui_app.core.catalog.Catalog.model_disagreements`: each model's latest score, each by its own
+threshold), the widest gap between their probabilities first: after a fine-tune, the runs where the old and the new
+judge part ways are the ones a person should settle. It also stands alone.
 """
 
 from __future__ import annotations
@@ -27,11 +32,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gui_app.core.annotation import AnnotationError
 from gui_app.core.score import verdict
 from gui_app.core.store import AnnotationStore
+
+if TYPE_CHECKING:
+    from gui_app.core.catalog import Catalog
 
 ORDERINGS: dict[str, str] = {
     "failures": "environment failures first, then unknown outcomes, then successes",
@@ -40,9 +48,12 @@ ORDERINGS: dict[str, str] = {
     "id": "by trajectory id",
     "teach": "teach the model: unlabelled runs the model is least sure of or finds unlike its training data first, "
              "near-identical runs kept apart (on its own)",
+    "models": "models disagree: only runs whose latest verdicts by two models differ, widest gap between their "
+              "p_success first (on its own; the two models are named with --models A,B)",
 }
 DEFAULT_ORDER = ("failures", "disagreement", "uncertain")
 TEACH = "teach"
+MODELS = "models"
 #: ``ood`` at which a run counts as fully novel (1.0 is the 99th percentile of the model's validation runs).
 TEACH_OOD_CAP = 2.0
 #: Picks a candidate is compared with, the latest weighing most (each older one half as much).
@@ -108,6 +119,8 @@ def order_rows(rows: Sequence[Any], order: Sequence[str] = DEFAULT_ORDER) -> lis
         if len(order) > 1:
             raise ValueError("the 'teach' ordering stands alone (it orders the whole list at once)")
         return teach_order(rows)
+    if MODELS in order:
+        raise ValueError("the 'models' ordering needs two models' disagreements (models_order)")
     return sorted(rows, key=lambda r: (*(_key(r, n) for n in order), str(field_of(r, "id"))))
 
 
@@ -185,6 +198,38 @@ def teach_order(rows: Sequence[Any], ood: Mapping[str, float] | None = None,
     return out + sorted(unscored, key=lambda r: str(field_of(r, "id")))
 
 
+def models_order(rows: Sequence[Any], gaps: Mapping[str, float]) -> list[Any]:
+    """The rows whose catalog key is in ``gaps`` (key -> how far apart two models' probabilities are, for the runs
+    whose verdicts differ: :meth:`~gui_app.core.catalog.Catalog.model_disagreements`), widest gap first, id breaking
+    ties; every other row is left out (the models agree on it, or one of them never scored it)."""
+    picked = [r for r in rows if str(field_of(r, "key")) in gaps]
+    return sorted(picked, key=lambda r: (-float(gaps[str(field_of(r, "key"))]), str(field_of(r, "id"))))
+
+
+def model_gaps(catalog: Catalog, models: Sequence[str] | None = None) -> tuple[tuple[str, str], dict[str, float]]:
+    """The two models compared and, by catalog key, the gap between their probabilities on each run whose verdicts
+    differ: what :func:`models_order` (and ``LabelQueue.build(model_gaps=...)``) takes.
+
+    Args:
+        catalog: the library's catalog, which keeps every score with its model's name.
+        models: the two model names; None: the two that scored this library most recently.
+
+    Raises:
+        ValueError: not two distinct models, or fewer than two models have scored the library (in words).
+    """
+    if models is None:
+        used = catalog.scoring_models()
+        if len(used) < 2:
+            raise ValueError(f"{len(used)} model(s) have scored this library: a disagreement needs two (rescore it "
+                             "with another model first)")
+        pair = (used[0].model, used[1].model)
+    else:
+        if len(models) != 2 or models[0] == models[1]:
+            raise ValueError(f"name two different models to compare, not {', '.join(models) or 'none'}")
+        pair = (models[0], models[1])
+    return pair, {d.key: d.gap for d in catalog.model_disagreements(*pair)}
+
+
 def assign(trajectory_ids: Sequence[str], annotators: Sequence[str], k: int = 1) -> list[tuple[int, str, str]]:
     """Give each item (in order) to ``k`` distinct annotators, least-loaded first.
 
@@ -228,12 +273,14 @@ class LabelQueue:
     @classmethod
     def build(cls, store: AnnotationStore, name: str, rows: Sequence[Any], annotators: Sequence[str], k: int = 1,
               order: Sequence[str] = DEFAULT_ORDER, limit: int | None = None,
-              ood: Mapping[str, float] | None = None) -> LabelQueue:
+              ood: Mapping[str, float] | None = None,
+              model_gaps: Mapping[str, float] | None = None) -> LabelQueue:
         """Order ``rows``, assign them to ``annotators`` (k each) and save the queue (replacing one of that name).
         With no annotators the queue is open: each item keeps ``k`` slots for whoever claims them.
 
         The ``teach`` ordering leaves out runs that already have a final verdict (they teach already) and weighs
-        each run's ``ood`` (``ood``: by catalog key, :meth:`~gui_app.core.catalog.Catalog.ood_scores`).
+        each run's ``ood`` (``ood``: by catalog key, :meth:`~gui_app.core.catalog.Catalog.ood_scores`). The
+        ``models`` ordering keeps the runs of ``model_gaps`` (by catalog key, :func:`models_order`).
         """
         if not name:
             raise AnnotationError("", "queue", "a queue needs a name")
@@ -245,6 +292,12 @@ class LabelQueue:
                 raise ValueError("the 'teach' ordering stands alone (it orders the whole list at once)")
             labelled = {t for t, f in store.final_labels().items() if f.get("verdict") in ("success", "failure")}
             ordered = teach_order(candidates, ood, exclude=labelled)[:limit]
+        elif MODELS in order:
+            if len(order) > 1:
+                raise ValueError("the 'models' ordering stands alone (it keeps only the runs two models disagree on)")
+            if model_gaps is None:
+                raise ValueError("the 'models' ordering needs two models' disagreements (name the two models)")
+            ordered = models_order(candidates, model_gaps)[:limit]
         else:
             ordered = order_rows(candidates, order)[:limit]
         keys = {str(_item_id(r)): field_of(r, "key") for r in ordered}

@@ -47,7 +47,7 @@ class ActionSpec:
     also_in: tuple[str, ...] = ()
 
 
-MENUS = ("File", "Playback", "Library", "Labels", "Score", "View", "Help")
+MENUS = ("File", "Playback", "Library", "Labels", "Score", "Model", "View", "Help")
 
 ACTIONS: tuple[ActionSpec, ...] = (
     # File
@@ -96,6 +96,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("queue_teach", "Queue: &teach the model", ("Ctrl+4",), "queue_teach",
                "Label what the library shows as a queue, the unlabelled runs that would teach the reward model most "
                "first (least sure or unlike its training data; near-identical runs kept apart)", "Labels"),
+    ActionSpec("queue_models", "Queue: &models disagree", ("Ctrl+5",), "queue_models",
+               "Label the runs where the two models that scored the library last give different verdicts, widest gap "
+               "between their p(success) first (rescore with a second model first: Model menu)", "Labels"),
     ActionSpec("queue_off", "&Leave the queue", ("Ctrl+0",), "queue_off",
                "Stop working through the queue: Enter (save & next) follows the library order again", "Labels"),
     ActionSpec("queue_next", "&Next queue item", ("]",), "queue_next",
@@ -117,6 +120,16 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Score"),
     ActionSpec("score_shown", "Score the rows &shown", ("Ctrl+Alt+R",), "score_shown",
                "Run the reward model on the trajectories the library shows now (its search and filters)", "Score"),
+    # Model
+    ActionSpec("use_model", "&Use model…", ("Ctrl+Alt+M",), "use_model_dialog",
+               "Make a weights folder (a fine-tuned run) the active reward model, as `rollscope model use` does; the "
+               "next scores are its", "Model"),
+    ActionSpec("use_shipped_model", "Use the &shipped model", ("Ctrl+Alt+Shift+M",), "use_shipped_model",
+               "Go back to the shipped reward model, as `rollscope model reset` does", "Model"),
+    ActionSpec("rescore_library", "&Rescore the library with the active model", ("Ctrl+Alt+Shift+R",),
+               "rescore_library",
+               "Score every trajectory of the library again with the active model, in the background (Esc cancels); "
+               "the earlier model's scores are kept for the \"models disagree\" queue", "Model"),
     # View
     ActionSpec("toggle_overlay", "Pruning &overlay", ("O",), "set_overlay",
                "Show which video tokens the reward model kept (token-pruning mask)", "View", checkable=True),

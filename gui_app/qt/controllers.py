@@ -113,10 +113,12 @@ def load_task(key: str, rep: Reporter, source_options: dict[str, Any] | None = N
 
 
 class _ModelHolder:
-    """The reward model, loaded once on first use (in a worker: ONNX session creation takes a moment)."""
+    """The reward model, loaded once on first use (in a worker: ONNX session creation takes a moment): the active
+    one, read from the settings in ``settings_dir`` (None: the user's), unless one was handed over loaded."""
 
-    def __init__(self) -> None:
-        self.model: RewardModel | None = None
+    def __init__(self, settings_dir: Path | None = None, model: RewardModel | None = None) -> None:
+        self.settings_dir = settings_dir
+        self.model: RewardModel | None = model
 
     def get(self) -> RewardModel:
         if self.model is None:
@@ -127,7 +129,7 @@ class _ModelHolder:
             try:
                 from gui_app.core.settings import active_model
 
-                self.model = RewardModel.load(active_model())  # the active model (`rollscope model`)
+                self.model = RewardModel.load(active_model(self.settings_dir))  # the active model (`rollscope model`)
             except (OSError, ValueError) as exc:  # RollscopeError (no weights, bad file) passes through as is
                 raise RollscopeError(f"cannot load the reward model: {exc}") from exc
         return self.model
@@ -403,11 +405,17 @@ class ScoreController(QObject):
 
     scored = Signal(str)
 
-    def __init__(self, runner: Runner, session: Session, notifier: Notifier, parent: QObject | None = None):
+    def __init__(self, runner: Runner, session: Session, notifier: Notifier, parent: QObject | None = None,
+                 settings_dir: Path | None = None):
         super().__init__(parent)
         self.runner, self.session, self.notifier = runner, session, notifier
-        self.holder = _ModelHolder()
+        self.holder = _ModelHolder(settings_dir)
         self.job: Job | None = None
+
+    def use_model(self, model: RewardModel) -> None:
+        """Score with ``model`` from now on (the active model was switched; it is loaded already). A new holder:
+        a job that has the old one keeps the model it started with."""
+        self.holder = _ModelHolder(self.holder.settings_dir, model)
 
     def score_current(self) -> Job | None:
         """Score the session's trajectory (its score goes to the library's catalog when one is open)."""
@@ -458,7 +466,7 @@ class ScoreController(QObject):
         if self.session.trajectory is traj:
             self.session.set_scores(score)
         p = "?" if score.p_success is None else f"{score.p_success:.2f}"
-        text = f"p(success) = {p} for {traj.id}"
+        text = f"p(success) = {p} for {traj.id}" + (f" by {score.model}" if score.model else "")
         if score.warnings:  # one message, so the score stays in the status bar next to what weakens it
             self.notifier.warning("; ".join([text, *score.warnings]))
         else:

@@ -35,6 +35,7 @@ from gui_app.qt.export_dialog import ExportController
 from gui_app.qt.keyboard import LabelKeys, LabelModeIndicator
 from gui_app.qt.label_panel import LabelPanel
 from gui_app.qt.library_view import LibraryModel, LibraryView
+from gui_app.qt.model_control import ModelController
 from gui_app.qt.notify import JobProgressView, NotificationView, Notifier
 from gui_app.qt.playback import Playback
 from gui_app.qt.queue_view import QueueController, QueueView
@@ -81,7 +82,8 @@ class MainWindow(QMainWindow):
         self.writes = JobQueue(self.write_runner, self)
         self.scanner = LibraryScanner(self.runner, self.session, self.notifier, self)
         self.loader = TrajectoryLoader(self.runner, self.session, self.notifier, SOURCE_OPTIONS, self)
-        self.scorer = ScoreController(self.runner, self.session, self.notifier, self)
+        self.scorer = ScoreController(self.runner, self.session, self.notifier, self, self.settings_store.directory)
+        self.models = ModelController(self.runner, self.scorer, self.notifier, self.settings_store, self)
         self.exporter = ExportController(self.runner, self.session, self.notifier, self)
         self.comparison = CompareController(self.runner, self.session, self.notifier, SOURCE_OPTIONS, self)
         self.session.closer = self.comparison.session.closer = self._close_source
@@ -174,6 +176,7 @@ class MainWindow(QMainWindow):
         self.library.trajectory_selected.connect(self.loader.open)
         self.loader.loaded.connect(self._on_loaded)
         self.scorer.scored.connect(lambda _k: self.library.model.refresh())
+        self.models.changed.connect(lambda folder: setattr(self, "settings", replace(self.settings, model=folder)))
         self.session.speed_changed.connect(self._on_speed)
         self.session.overlay_changed.connect(self.action_map["toggle_overlay"].setChecked)
         self.session.trajectory_changed.connect(lambda _t: self._update_title())
@@ -433,6 +436,9 @@ class MainWindow(QMainWindow):
     def queue_teach(self) -> None:
         self.queue.build("teach")
 
+    def queue_models(self) -> None:
+        self.queue.build("models")
+
     def queue_off(self) -> None:
         self.queue.select(None)
         self.notifier.info("Left the queue: Enter (save & next) follows the library order")
@@ -487,6 +493,15 @@ class MainWindow(QMainWindow):
 
     def score_shown(self) -> None:
         self.scorer.score_library(self.library.model.text, self.library.model.filters)
+
+    def use_model_dialog(self) -> None:
+        self.models.ask_use(self)
+
+    def use_shipped_model(self) -> None:
+        self.models.use(None)
+
+    def rescore_library(self) -> None:
+        self.models.rescore()
 
     def set_overlay(self, on: bool) -> None:
         self.session.set_overlay(on)

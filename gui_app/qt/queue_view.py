@@ -3,7 +3,7 @@
 :class:`QueueController` is the model: the annotation store's queues (:class:`gui_app.core.queue.LabelQueue`, the
 same ones ``rollscope queue`` builds), the one being worked through, the annotator's items in it and which of them
 are labelled. It builds a queue of what the library shows in a worker (failures first, model/outcome disagreement,
-model uncertainty), and asks for an item to be opened with :attr:`QueueController.open_requested`; the main window
+model uncertainty, teach the model, and where the two models that scored the library last disagree), and asks for an item to be opened with :attr:`QueueController.open_requested`; the main window
 opens it like a library selection. :meth:`QueueController.advance` is what Enter (the label panel's save & next)
 does while a queue is active: the next unlabelled item after the current one.
 
@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QLis
 from gui_app.core.catalog import Catalog
 from gui_app.core.errors import RollscopeError
 from gui_app.core.identity import ref_of
-from gui_app.core.queue import LabelQueue, QueueItem
+from gui_app.core.queue import MODELS, LabelQueue, QueueItem, model_gaps
 from gui_app.core.store import AnnotationStore
 from gui_app.core.trajectory import Trajectory
 from gui_app.qt.library_view import LibraryModel
@@ -38,6 +38,7 @@ ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "disagreement": ("model disagrees with outcome", ("disagreement", "failures", "uncertain")),
     "uncertain": ("model least sure", ("uncertain", "failures", "disagreement")),
     "teach": ("teach the model", ("teach",)),
+    "models": ("models disagree", ("models",)),
 }
 _DONE_BRUSH = QBrush(QColor(30, 130, 60))
 
@@ -56,8 +57,15 @@ def build_queue_task(catalog: Catalog, store: AnnotationStore, name: str, annota
     rows = catalog.query(text, {**filters, "has_error": False})
     rep.check()
     ood = catalog.ood_scores() if "teach" in order else None
+    gaps = None
+    if MODELS in order:  # the two models that scored the library last
+        try:
+            pair, gaps = model_gaps(catalog)
+        except ValueError as exc:
+            raise RollscopeError(f"{catalog.db_path}: {exc}") from exc
+        rep.progress(0, None, f"{pair[0]} and {pair[1]} disagree on {len(gaps):,} runs")
     rep.progress(0, None, f"ordering {len(rows):,} trajectories")
-    LabelQueue.build(store, name, rows, [annotator], 1, order, ood=ood)
+    LabelQueue.build(store, name, rows, [annotator], 1, order, ood=ood, model_gaps=gaps)
     return name
 
 

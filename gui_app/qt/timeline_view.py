@@ -22,6 +22,7 @@ The wheel zooms x only; curves use ``setDownsampling(auto=True)`` and ``setClipT
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,7 @@ LEGEND: tuple[tuple[str, str], ...] = (
 def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, str]:
     """The score in words, as rich text and its plain tooltip: the verdict next to p_success and the threshold,
     a ⚠ when the model and the environment disagree, the predicted first deviation, "unknown" when the model
-    cannot judge the run."""
+    cannot judge the run, and which model gave the score."""
     env = "unknown" if env_success is None else ("success" if env_success else "failure")
     if score is None:
         return ("<span style='color:#999'>Not scored · Ctrl+R scores this run with the reward model</span> · "
@@ -94,6 +95,9 @@ def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, s
     if score.warnings and not score.unknown:
         parts.append(f"<span style='color:#ffab40'>{len(score.warnings)} warning(s)</span>")
         tip += " Warnings: " + "; ".join(score.warnings)
+    if score.model:  # which model said so: after a switch, old and new scores sit side by side in the catalog
+        parts.append(f"<span style='color:#999'>by {html.escape(score.model)}</span>")
+        tip += f" Scored by {score.model}."
     return " · ".join(parts), tip
 
 
