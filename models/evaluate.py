@@ -190,16 +190,22 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
                      "source": source_of_row(row)})
         if progress is not None:
             progress(i + 1, len(todo))
+    return _report(model, model_dir, rows, splits, errors, "kind",
+                   {"perception": "cached" if key is not None else "runtime"})
+
+
+def _report(model: RewardModel, model_dir: str | Path | None, rows: list[dict[str, Any]], splits: Iterable[str],
+            errors: list[dict[str, str]], kind_key: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """The report's tables per split (``kind_key`` names the row field of the ``kind`` table), sizes and memory."""
     thr = model.threshold
-    report: dict[str, Any] = {"model": model.name, "threshold": thr, "splits": {}, "errors": errors,
-                              "perception": "cached" if key is not None else "runtime"}
+    report: dict[str, Any] = {"model": model.name, "threshold": thr, "splits": {}, "errors": errors, **extra}
     for split in splits:
         sub = [r for r in rows if r["split"] == split]
         report["splits"][split] = {
             "all": group_metrics(sub, thr),
             "cross": _by(sub, lambda r: f"agent {r['agent']} / style {r['style']}", thr),
             "source": _by(sub, lambda r: r["source"], thr),
-            "kind": _by(sub, lambda r: r["kind"], thr),
+            "kind": _by(sub, lambda r: r[kind_key], thr),
             "task": _by(sub, lambda r: r["task"], thr),
         }
     wdir = Path(model_dir or WEIGHTS_DIR)
@@ -262,24 +268,8 @@ def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None =
                          "source": traj.source_format})
         if progress is not None:
             progress(i + 1, len(units))
-    thr = model.threshold
-    report: dict[str, Any] = {"model": model.name, "threshold": thr, "splits": {}, "errors": errors,
-                              "no_outcome": no_outcome, "perception": "runtime"}
-    for root in dict.fromkeys(r for r, _, _ in units):
-        sub = [r for r in rows if r["split"] == root]
-        report["splits"][root] = {
-            "all": group_metrics(sub, thr),
-            "cross": _by(sub, lambda r: f"agent {r['agent']} / style {r['style']}", thr),
-            "source": _by(sub, lambda r: r["source"], thr),
-            "kind": _by(sub, lambda r: r["unseen"], thr),
-            "task": _by(sub, lambda r: r["task"], thr),
-        }
-    wdir = Path(model_dir or WEIGHTS_DIR)
-    report["bytes"] = {name: (wdir / name).stat().st_size for name in ("model.onnx", "pointer.onnx")
-                       if (wdir / name).is_file()}
-    report["bytes"]["reader"] = Path(model.perceiver.reader.path).stat().st_size
-    report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return report
+    return _report(model, model_dir, rows, dict.fromkeys(r for r, _, _ in units), errors, "unseen",
+                   {"no_outcome": no_outcome, "perception": "runtime"})
 
 
 ROWS = [("accuracy", "{:.1%}"), ("majority_accuracy", "{:.1%}"), ("balanced_accuracy", "{:.1%}"), ("auroc", "{:.3f}"),

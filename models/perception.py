@@ -25,7 +25,7 @@ import numpy as np
 from scipy import ndimage
 
 from models.pointer import PointerDetector, PointerHit
-from models.pruning import PruneParams, frames_to_patches, prune_patches
+from models.pruning import MaskedTokens, PruneParams, frames_to_patches, prune_patches
 from models.text import Box, TextReader, line_boxes
 
 #: Bump when anything here changes what the network is given (checked against the weights at load).
@@ -88,7 +88,7 @@ class FramePercept:
 
 
 @dataclass
-class RunPercept:
+class RunPercept(MaskedTokens):
     """A run's perception: per keyframe, plus pruning and the visual tokens around the acting points.
 
     Attributes:
@@ -107,14 +107,6 @@ class RunPercept:
     visual_pos: np.ndarray
     visual_feat: np.ndarray
     timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def tokens_total(self) -> int:
-        return int(self.masks.size)
-
-    @property
-    def tokens_kept(self) -> int:
-        return int(self.masks.sum())
 
 
 def _grey_patches(patches: np.ndarray, p: int) -> np.ndarray:

@@ -40,8 +40,22 @@ class PruneParams:
     group2x2: bool = False
 
 
+class MaskedTokens:
+    """Token counts of anything holding ``masks``: a ``(T, R, C)`` bool array, True where a token is kept."""
+
+    masks: np.ndarray
+
+    @property
+    def tokens_total(self) -> int:
+        return int(self.masks.size)
+
+    @property
+    def tokens_kept(self) -> int:
+        return int(self.masks.sum())
+
+
 @dataclass
-class PruneResult:
+class PruneResult(MaskedTokens):
     """The outcome of pruning one trajectory's keyframes.
 
     Attributes:
@@ -57,14 +71,6 @@ class PruneResult:
     @property
     def grid(self) -> tuple[int, int]:
         return int(self.masks.shape[1]), int(self.masks.shape[2])
-
-    @property
-    def tokens_total(self) -> int:
-        return int(self.masks.size)
-
-    @property
-    def tokens_kept(self) -> int:
-        return int(self.masks.sum())
 
     def positions(self) -> np.ndarray:
         """``(K, 3)`` int64 (frame, row, col) of the kept tokens, in frame-major raster order."""
