@@ -42,11 +42,11 @@ class TrainArgs:
     out: str
     pointer: str = ""  # pointer detector ONNX (default: the shipped one)
     cache: str = ""  # perception cache folder (default: DATA/.perception)
-    epochs: int = 30
+    epochs: int = 14
     batch_size: int = 32
-    lr: float = 1e-3
+    lr: float = 2e-3
     weight_decay: float = 0.05
-    patience: int = 6
+    patience: int = 5
     seed: int = 0
     threads: int = 1  # torch threads: on a busy 2-core machine two made each step ten times slower (measured)
     workers: int = 2

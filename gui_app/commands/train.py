@@ -24,11 +24,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="run folder (checkpoint.pt, train_log.json; with --from-labels also "
                                                 "the exported weights and report.json)")
     p.add_argument("--epochs", type=int, default=None,
-                   help="maximum epochs (default 30, early stop on validation loss; --from-labels: 12)")
+                   help="maximum epochs (default 14, the shipped recipe, early stop on validation loss; --from-labels: 12)")
     p.add_argument("--seed", type=int, default=0, help="seed for init, split, shuffling and augmentation")
     p.add_argument("--batch-size", type=int, default=None, help="default 32 (--from-labels: 16)")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default 1e-3; --from-labels: 3e-4)")
-    p.add_argument("--patience", type=int, default=6, help="epochs without a better validation loss before stopping")
+    p.add_argument("--lr", type=float, default=None, help="learning rate (default 2e-3, the shipped recipe; --from-labels: 3e-4)")
+    p.add_argument("--patience", type=int, default=5, help="epochs without a better validation loss before stopping")
     p.add_argument("--cache", default="", help="perception cache folder (default: DS/.perception; --from-labels: "
                                                "RUN/.perception)")
     p.add_argument("--pointer", default="", help="pointer detector ONNX (default: the shipped one)")
@@ -100,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(overrides, dict):
         raise RollscopeError("--config: a JSON object of ModelConfig fields, e.g. '{\"d_model\": 64}'")
     net = ModelConfig.from_dict({**ModelConfig().to_dict(), **overrides})
-    targs = TrainArgs(data=args.data, out=args.out, epochs=args.epochs or 30, seed=args.seed,
-                      batch_size=args.batch_size or 32, lr=args.lr or 1e-3, patience=args.patience, cache=args.cache,
+    targs = TrainArgs(data=args.data, out=args.out, epochs=args.epochs or 14, seed=args.seed,
+                      batch_size=args.batch_size or 32, lr=args.lr or 2e-3, patience=args.patience, cache=args.cache,
                       pointer=args.pointer, threads=args.threads, workers=args.workers, time_budget=args.time_budget,
                       agents=split(args.agents), style_families=split(args.style_families),
                       augment=args.augment_share if args.augment else 0.0, weight_decay=args.weight_decay, net=net)
