@@ -183,8 +183,9 @@ class Agent:
             self.deviate(deviation)
         self.page.type(text, label=label or _describe(el))
 
-    def submit_unless_stopping(self, selector: str = "#subbtn", label: str = "button:Submit") -> None:
-        """The final click, or (for a ``premature_stop`` mistake) none: the missing click is the departure."""
+    def submit_unless_stopping(self, selector: str = "#subbtn", label: str = "") -> None:
+        """The final click (on ``selector``; ``label`` empty: the element described), or (for a ``premature_stop``
+        mistake) none: the missing click is the departure."""
         if self.mistake == "premature_stop":
             self.deviate("premature_stop")
             return
@@ -404,10 +405,7 @@ class ClickOption(Agent):
         self.click_el(pick)
         if self.mistake == "wrong_then_recover" and pick is not target:
             self.click_el(target)
-        if self.mistake == "premature_stop":
-            self.deviate("premature_stop")
-            return
-        self.click_el(self.one("#subbtn, #area button"))
+        self.submit_unless_stopping("#subbtn, #area button")
 
 
 class ClickCheckboxes(Agent):
@@ -471,10 +469,7 @@ class ChooseList(Agent):
         if pick != want:
             self.deviate("wrong_option")
         self.page.type(pick, label=f"option {pick}")
-        if self.mistake == "premature_stop":
-            self.deviate("premature_stop")
-            return
-        self.click_el(self.one("#area button"))
+        self.submit_unless_stopping("#area button")
 
 
 class UseAutocomplete(Agent):
@@ -526,10 +521,7 @@ class EnterText(Agent):
                 self.page.type(text, label="text field")
         else:
             self.page.type(text, label="text field")
-        if self.mistake == "premature_stop":
-            self.deviate("premature_stop")
-            return
-        self.click_el(self.one("#subbtn"))
+        self.submit_unless_stopping("#subbtn")
 
 
 class EnterText2(EnterText):
@@ -558,10 +550,7 @@ class EnterPassword(Agent):
                 self.type_into(p2, typo(pw, self.rng), "verify password", deviation="typo")
             else:
                 self.type_into(p2, pw, "verify password")
-        if self.mistake == "premature_stop":
-            self.deviate("premature_stop")
-            return
-        self.click_el(self.one("#subbtn"))
+        self.submit_unless_stopping("#subbtn")
 
 
 class LoginUser(Agent):
@@ -585,10 +574,7 @@ class LoginUser(Agent):
             self.deviate("missed_field")
         else:
             self.type_into(p, pw, "password", deviation=dev_pw)
-        if self.mistake == "premature_stop":
-            self.deviate("premature_stop")
-            return
-        self.click_el(self.one("#subbtn"))
+        self.submit_unless_stopping("#subbtn")
 
 
 # -- email inbox ---------------------------------------------------------------------------------------------------
