@@ -27,9 +27,10 @@ import polars as pl
 
 from gui_app.core import native
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError
+from gui_app.core.trajectory import Trajectory
 from models.features import (FEATURE_VERSION, Example, first_error_frame, keyframe_steps, load_keyframes,
                              make_example)
-from models.perception import PERCEPTION_VERSION, PerceptionConfig, RunPercept
+from models.perception import PERCEPTION_VERSION, PerceptionConfig, Perceiver, RunPercept
 
 REQUIRED_COLUMNS = ("path", "id", "instruction", "success", "first_error_step", "split")
 MAX_FRAMES = 50
@@ -81,25 +82,33 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(pointer_path: str, threads: int, pcfg: PerceptionConfig) -> None:
-    from models.perception import Perceiver
     from models.pointer import PointerDetector
     from models.text import TextReader
 
     _WORKER["p"] = Perceiver(PointerDetector(pointer_path, threads=threads), TextReader(threads=threads), pcfg)
 
 
+def perceive_trajectory(perceiver: Perceiver, traj: Trajectory) -> dict[str, Any]:
+    """What the cache holds for one run: its perception, keyframe steps, where the frames came from, step count
+    and instruction (:func:`record_for` turns it into features)."""
+    kf = load_keyframes(traj, MAX_FRAMES)
+    return {"percept": perceiver.perceive(kf.frames, kf.reference), "steps": kf.steps, "source": kf.source,
+            "n_steps": traj.n_steps, "instruction": traj.instruction or ""}
+
+
+def save_percept(path: str | Path, payload: dict[str, Any]) -> None:
+    """Write a cached perception whole (a temporary file renamed over it: a reader never sees half of one)."""
+    tmp = Path(path).with_suffix(f".tmp{os.getpid()}")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    with open(tmp, "wb") as f:
+        pickle.dump(payload, f, protocol=5)
+    os.replace(tmp, path)
+
+
 def _perceive_job(job: tuple[str, str]) -> tuple[str, str | None]:
     episode, out = job
     try:
-        traj = native.load(episode)
-        kf = load_keyframes(traj, MAX_FRAMES)
-        percept = _WORKER["p"].perceive(kf.frames, kf.reference)
-        payload = {"percept": percept, "steps": kf.steps, "source": kf.source, "n_steps": traj.n_steps}
-        tmp = Path(out).with_suffix(f".tmp{os.getpid()}")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            pickle.dump(payload, f, protocol=5)
-        os.replace(tmp, out)
+        save_percept(out, perceive_trajectory(_WORKER["p"], native.load(episode)))
         return episode, None
     except (RollscopeError, OSError, ValueError) as exc:
         return episode, f"{type(exc).__name__}: {exc}"

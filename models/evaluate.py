@@ -150,10 +150,9 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
     key = None
     if cache is not None:
         from models.data import cache_key
-        from models.perception import PerceptionConfig  # noqa: F401 - the model's own settings below
 
         df = with_sources(df)
-        key = cache_key(model.perceiver.cfg, Path(model_dir or WEIGHTS_DIR) / "pointer.onnx")
+        key = cache_key(model.perceiver.cfg, model.perceiver.pointer.path)
     rows: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
     todo = df.to_dicts()

@@ -21,10 +21,11 @@ import onnx
 import onnxruntime as ort
 import torch
 
-from models.features import FRAME_FEATS, IDS_PER_TEXT, LINE_FEATS, RUN_FEATS, TERM_FEATS, VIS_FEATS
+from models.features import (FRAME_FEATS, IDS_PER_TEXT, INPUT_NAMES, LINE_FEATS, OUTPUT_NAMES, RUN_FEATS, TERM_FEATS,
+                             VIS_FEATS)
 from models.hashing import BUCKETS, IDS_PER_WORD
 from models.config import ModelConfig
-from models.network import INPUT_NAMES, OUTPUT_NAMES, RewardNet
+from models.network import RewardNet
 
 OPSET = 17
 _AXES = {"word": ("word_ids", "word_mask"), "term": ("term_ids", "term_feat", "term_mask"),

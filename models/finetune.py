@@ -30,7 +30,6 @@ import copy
 import hashlib
 import json
 import math
-import os
 import pickle
 import random
 import time
@@ -45,11 +44,11 @@ from scipy.special import expit
 
 from gui_app.core.errors import RollscopeError
 from gui_app.core.teaching import LabelledRun
-from models.data import Record, cache_key, record_for
+from models.data import Record, cache_key, perceive_trajectory, record_for, save_percept
 from models.evaluate import calibration, classification, localisation
-from models.features import first_error_frame, load_keyframes
+from models.features import first_error_frame
 from models.network import RewardNet, losses
-from models.runtime import MAX_FRAMES, WEIGHTS_DIR, ModelLoadError, Prepared, RewardModel
+from models.runtime import WEIGHTS_DIR, ModelLoadError, Prepared, RewardModel
 from models.train import (choose_threshold, fit_platt, noisy_percept, ood_reference, ood_vectors, predict,
                           seed_everything, to_tensors)
 from models.versions import mahalanobis, versions
@@ -191,16 +190,8 @@ def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: st
                     payload = pickle.load(fh)
             else:
                 t0 = time.perf_counter()
-                traj = formats.load(run.key, library_root=library_root)
-                kf = load_keyframes(traj, MAX_FRAMES)
-                percept = model.perceiver.perceive(kf.frames, kf.reference)
-                payload = {"percept": percept, "steps": kf.steps, "n_steps": traj.n_steps,
-                           "instruction": traj.instruction or ""}
-                file.parent.mkdir(parents=True, exist_ok=True)
-                tmp = file.with_suffix(f".tmp{os.getpid()}")
-                with open(tmp, "wb") as fh:
-                    pickle.dump(payload, fh, protocol=5)
-                os.replace(tmp, file)
+                payload = perceive_trajectory(model.perceiver, formats.load(run.key, library_root=library_root))
+                save_percept(file, payload)
                 seconds += time.perf_counter() - t0
             if not payload["instruction"].strip():
                 raise FinetuneError(f"{run.key}: no instruction: there is nothing to judge the run against")

@@ -24,8 +24,7 @@ from torch import nn
 
 from models import hashing
 from models.config import ModelConfig
-from models.features import (FRAME_FEATS, INPUT_NAMES, LINE_FEATS, OUTPUT_NAMES,  # noqa: F401 - re-exported
-                             RUN_FEATS, TERM_FEATS, VIS_FEATS)
+from models.features import FRAME_FEATS, LINE_FEATS, RUN_FEATS, TERM_FEATS, VIS_FEATS
 
 _NEG = -1e9
 

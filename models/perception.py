@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 from scipy import ndimage
 

@@ -21,7 +21,6 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from gui_app.core.cursors import ROLE_NAMES, CursorImage, XcursorError, cursor_image, draw_image, installed_themes
 from models.pointer import POINTER_FEATURE_VERSION, STRIDE, PointerDetector, prepare

@@ -23,14 +23,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from models import text
 from models.data import (Record, cache_key, load_records, perceive_all, read_manifest, record_for,
                          with_sources)
-from models.features import FEATURE_VERSION, make_batch, make_example
+from models.features import INPUT_NAMES, make_batch
 from models.config import ModelConfig
-from models.network import INPUT_NAMES, RewardNet, losses
-from models.perception import PERCEPTION_VERSION, PerceptionConfig, ReadLine, RunPercept
-from models.pointer import POINTER_FEATURE_VERSION
+from models.network import RewardNet, losses
+from models.perception import PerceptionConfig, ReadLine, RunPercept
 from models.versions import mahalanobis, versions
 
 
