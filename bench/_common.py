@@ -68,6 +68,27 @@ def run_until(app: Any, done: Callable[[], bool], timeout_s: float, step_ms: int
     return True
 
 
+def open_window(root: Path, annotator: str | None = None) -> tuple[Any, Any] | None:
+    """(app, main window) with ``root`` opened and its library read, as a user would have it; None (logged)
+    when the scan does not finish in five minutes."""
+    from gui_app.qt.app import make_app
+    from gui_app.qt.main_window import MainWindow
+
+    app = make_app([sys.argv[0]])
+    win = MainWindow()
+    win.resize(1400, 860)
+    win.show()
+    if annotator:
+        win.set_annotator(annotator)
+    scanned: list = []
+    win.scanner.scanned.connect(scanned.append)
+    win.open_path(root)
+    if not run_until(app, lambda: bool(scanned) and not win.library.model.pending, 300):
+        log("scan did not finish")
+        return None
+    return app, win
+
+
 def rss_mb() -> float:
     """Resident memory of this process in MiB (Linux ``/proc``; 0 where unavailable)."""
     return _status_kb("VmRSS") / 1024

@@ -27,7 +27,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from _common import DATA, Figures, log, parser, percentile, run_until  # noqa: E402
+from _common import DATA, Figures, log, open_window, parser, percentile, run_until  # noqa: E402
 from gui_stall import make_video_library  # noqa: E402
 
 
@@ -45,20 +45,10 @@ def main() -> int:
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
 
-    from gui_app.qt.app import make_app
-    from gui_app.qt.main_window import MainWindow
-
-    app = make_app([sys.argv[0]])
-    win = MainWindow()
-    win.resize(1400, 860)
-    win.show()
-    win.set_annotator("bench")
-    scanned: list = []
-    win.scanner.scanned.connect(scanned.append)
-    win.open_path(root)
-    if not run_until(app, lambda: bool(scanned) and not win.library.model.pending, 300):
-        log("scan did not finish")
+    opened = open_window(root, annotator="bench")
+    if opened is None:
         return 1
+    app, win = opened
     handle = win.windowHandle()
     QTest.keyClick(handle, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)  # the queue: failures first
     if not run_until(app, lambda: win.queue.active and win.session.trajectory is not None, 120):

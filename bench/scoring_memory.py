@@ -30,7 +30,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from _common import REPO, Figures, log, parser, rss_mb, run_until  # noqa: E402
+from _common import REPO, Figures, log, open_window, parser, rss_mb, run_until  # noqa: E402
 
 
 def main() -> int:
@@ -44,19 +44,10 @@ def main() -> int:
     root = Path(shutil.copytree(samples, Path(tempfile.mkdtemp(prefix="rollscope-mem-")) / "samples",
                                 ignore=shutil.ignore_patterns(".rollscope")))
 
-    from gui_app.qt.app import make_app
-    from gui_app.qt.main_window import MainWindow
-
-    app = make_app([sys.argv[0]])
-    win = MainWindow()
-    win.resize(1400, 860)
-    win.show()
-    scanned: list = []
-    win.scanner.scanned.connect(scanned.append)
-    win.open_path(root)
-    if not run_until(app, lambda: bool(scanned) and not win.library.model.pending, 300):
-        log("scan did not finish")
+    opened = open_window(root)
+    if opened is None:
         return 1
+    app, win = opened
     loaded: list = []
     win.loader.loaded.connect(loaded.append)
     win.library.select_row(0)
