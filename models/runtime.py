@@ -41,6 +41,8 @@ UNLIKE_TRAINING = "unlike the runs the model was trained on (ood {ood:.2f} > 1):
 NO_TEXT = "no text could be read where the run acted or changed the screen"
 OUTSIDE_SCREENS = ("screens of {w}x{h} px, outside the sizes the model was trained on ({w0}-{w1} x {h0}-{h1} px): "
                    "treat the verdict as unknown")
+OUTSIDE_SHAPE = ("screens of {w}x{h} px, width/height {a:.2f}, a shape the model was not trained on ({a0:.2f}-{a1:.2f}): "
+                 "treat the verdict as unknown")
 OUTSIDE_LENGTH = "{n} keyframes, longer than any run the model was trained on ({n1}): treat the verdict as unknown"
 SIZE_MARGIN = 1.25  # a screen up to 25% smaller or larger than any trained on still counts as seen
 LENGTH_MARGIN = 1.5
@@ -213,7 +215,7 @@ class RewardModel:
         return float(mahalanobis(vec[None], mu, sd, prec)[0] / scale)
 
     def outside(self, ex: Example) -> list[str]:
-        """Why a run lies outside what the model was trained on by its screen size or length (empty: inside).
+        """Why a run lies outside what the model was trained on by its screen size, shape or length (empty: inside).
 
         The summary's first three numbers are log1p(keyframes), log(height), log(width) of the first keyframe
         (:func:`models.features.summary`)."""
@@ -223,9 +225,12 @@ class RewardModel:
         n, h, w = math.expm1(ex.summary[0]), math.exp(ex.summary[1]), math.exp(ex.summary[2])
         h0, h1, w0, w1 = math.exp(lo[1]), math.exp(hi[1]), math.exp(lo[2]), math.exp(hi[2])
         out = []
+        a0, a1 = self._range.get("aspect", (0.0, math.inf))  # weights from before the aspect range: sizes only
         if not (h0 / SIZE_MARGIN <= h <= h1 * SIZE_MARGIN and w0 / SIZE_MARGIN <= w <= w1 * SIZE_MARGIN):
             out.append(OUTSIDE_SCREENS.format(w=round(w), h=round(h), w0=round(w0), w1=round(w1), h0=round(h0),
                                               h1=round(h1)))
+        elif not a0 / SIZE_MARGIN <= w / h <= a1 * SIZE_MARGIN:
+            out.append(OUTSIDE_SHAPE.format(w=round(w), h=round(h), a=w / h, a0=a0, a1=a1))
         n1 = math.expm1(hi[0])
         if n > n1 * LENGTH_MARGIN:
             out.append(OUTSIDE_LENGTH.format(n=round(n), n1=round(n1)))

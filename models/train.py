@@ -145,7 +145,9 @@ def summary_ranges(recs: list[Record]) -> dict[str, list[float]]:
     a run whose screens or length lie outside them is outside what the model has seen, whatever its embedding
     says (features built to ignore appearance cannot see that the screens are another kind)."""
     summ = np.stack([np.asarray(r.example.summary) for r in recs])
-    return {"min": summ.min(0).tolist(), "max": summ.max(0).tolist()}
+    aspect = np.exp(summ[:, 2] - summ[:, 1])  # width / height: a landscape desktop is not a portrait web page
+    return {"min": summ.min(0).tolist(), "max": summ.max(0).tolist(),
+            "aspect": [float(aspect.min()), float(aspect.max())]}
 
 
 def ood_vectors(embs: np.ndarray, recs: list[Record]) -> np.ndarray:

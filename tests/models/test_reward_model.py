@@ -172,3 +172,21 @@ def test_the_onnx_arena_is_given_back_after_every_run(tiny_weights, samples):
     entry = model.backend.run_options.get_run_config_entry("memory.enable_memory_arena_shrinkage")
     assert entry == "cpu:0"
     assert 0.0 <= model.score(native.load(_sample(samples, "click-tab-success"))).p_success <= 1.0
+
+
+def test_a_landscape_screen_is_unknown_to_a_model_trained_on_portrait_pages(tiny_weights, samples, tmp_path):
+    """Sizes alone let a 640x360 desktop recording pass as known beside 320x420 web pages; its shape does not."""
+    w = tmp_path / "w"
+    shutil.copytree(tiny_weights, w)
+    meta = json.loads((w / "model.json").read_text())
+    n = len(meta["ood"]["mean"]) - ModelConfig.tiny().d_model
+    lo, hi = [0.0] * n, [10.0] * n
+    lo[1], hi[1], lo[2], hi[2] = np.log(100), np.log(2000), np.log(100), np.log(2000)  # any size up to 2000 px
+    hi[0] = np.log1p(20)
+    meta["ood"]["summary_range"] = {"min": lo, "max": hi, "aspect": [0.7, 0.8]}  # portrait pages only
+    (w / "model.json").write_text(json.dumps(meta))
+    model = RewardModel.load(w)
+    web = model.score(native.load(_sample(samples, "login-user-success")))  # 320x420: 0.76
+    assert not web.unknown and not web.warnings
+    desk = model.score(formats.load(str(next((samples / "desktop").glob("*/*-s9*")))))  # 1280x720: 1.78
+    assert desk.unknown and any("width/height 1.78, a shape the model was not trained on" in x for x in desk.warnings)
