@@ -131,8 +131,9 @@ def test_a_desktop_run_is_scored_as_unknown_with_the_reason_in_the_status_bar(qt
 
     win, _ = opened
     run = next((samples / "desktop").glob("editor_delete_line/*-s9*"))
-    with qtbot.waitSignal(win.loader.loaded, timeout=60_000):
-        assert win.library.select_key(str(run.resolve()))
+    assert win.library.select_key(str(run.resolve()))  # prefetched or loaded: wait on the session either way
+    qtbot.waitUntil(lambda: win.session.key == str(run.resolve()) and win.session.trajectory is not None,
+                    timeout=60_000)
     with qtbot.waitSignal(win.scorer.scored, timeout=300_000):
         win.action_map["score_current"].trigger()
     scores = win.session.scores
