@@ -23,7 +23,8 @@ class ModelConfig:
         mlp_ratio: hidden size of the MLP blocks, as a multiple of ``d_model``.
         dropout: dropout in the encoder (training only).
         patch: side of a visual token's grey patch (the perception's patch size).
-        max_frames: size of the keyframe position table (a run has at most this many keyframes).
+        max_frames: size of the keyframe position table, and the one keyframe limit: a longer run is judged on
+            this many keyframes, uniformly subsampled (:func:`models.features.keyframe_steps`).
         max_words: size of the instruction word position table.
         run_hidden: width of the MLP over the run's term coverage, whose logit joins the CLS logit.
     """

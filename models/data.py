@@ -5,35 +5,46 @@ The manifest (``DS/manifest.parquet``, written by ``rollscope dataset build``) h
 ``negative_kind``, ``split``, ``n_steps`` and extras (``derived_from``, ``agent``, ``style_family``...).
 
 Perception (decoding, pruning, pointer, OCR) is the expensive part and depends only on the frames, so it runs
-once per recorded episode and is cached in ``CACHE/<key>/<hash>.pkl`` (``key`` covers every version and
-setting that changes it). Derived negatives reuse their original's perception: a rewrite or a swap pairs it with
-another instruction, a truncation keeps its first keyframes. Features against the instruction are cheap and
-made when records load.
+once per recorded episode and is cached in ``CACHE/<key>/<hash>.npz`` (``key`` covers every version and
+setting that changes it). A cache often lies in a dataset folder received from someone else, so it holds arrays and
+JSON only (:func:`save_percept`, :func:`read_percept`), read without pickle: a planted file cannot run code. The
+``.pkl`` files of earlier versions are never opened; their runs are perceived again.
+
+Derived negatives reuse their original's perception: a rewrite or a swap pairs it with another instruction, a
+truncation keeps its first keyframes. Features against the instruction are cheap and made when records load.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import pickle
+import zipfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from gui_app.core import native
+from gui_app.core.atomic import publish_file
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError
 from gui_app.core.trajectory import Trajectory
+from models.config import ModelConfig
 from models.features import (FEATURE_VERSION, Example, first_error_frame, keyframe_steps, load_keyframes,
                              make_example)
-from models.perception import PERCEPTION_VERSION, PerceptionConfig, Perceiver, RunPercept
+from models.perception import (PERCEPTION_VERSION, FramePercept, PerceptionConfig, Perceiver, ReadLine,
+                               RunPercept)
+from models.pointer import PointerHit
+from models.text import Box
 
 REQUIRED_COLUMNS = ("path", "id", "instruction", "success", "first_error_step", "split")
-MAX_FRAMES = 50
+PERCEPT_SUFFIX = ".npz"
+PERCEPT_FORMAT = 1  # of the cache file's JSON part; a file of another format is perceived again
+_PERCEPT_ARRAYS = {"masks": np.bool_, "visual": np.uint8, "visual_pos": np.int64, "visual_feat": np.float32}
+_MAX_PERCEPT_BYTES = 256 * 2**20  # a run's perception is a few hundred KB; more is not a cache file of ours
 
 
 def read_manifest(ds: str | Path) -> pl.DataFrame:
@@ -69,7 +80,7 @@ def cache_key(pcfg: PerceptionConfig, pointer_path: str | Path) -> str:
 
 def percept_file(cache_dir: str | Path, key: str, episode_path: str) -> Path:
     name = hashlib.sha256(str(Path(episode_path).resolve()).encode()).hexdigest()[:24]
-    return Path(cache_dir) / key / f"{name}.pkl"
+    return Path(cache_dir) / key / f"{name}{PERCEPT_SUFFIX}"
 
 
 def source_of(row: dict[str, Any]) -> str:
@@ -91,18 +102,82 @@ def _init_worker(pointer_path: str, threads: int, pcfg: PerceptionConfig) -> Non
 def perceive_trajectory(perceiver: Perceiver, traj: Trajectory) -> dict[str, Any]:
     """What the cache holds for one run: its perception, keyframe steps, where the frames came from, step count
     and instruction (:func:`record_for` turns it into features)."""
-    kf = load_keyframes(traj, MAX_FRAMES)
+    kf = load_keyframes(traj, ModelConfig.max_frames)  # the recipe's keyframe limit (models.train keeps to it)
     return {"percept": perceiver.perceive(kf.frames, kf.reference), "steps": kf.steps, "source": kf.source,
             "n_steps": traj.n_steps, "instruction": traj.instruction or ""}
 
 
+def _frame_json(fp: FramePercept) -> dict[str, Any]:
+    return {"height": int(fp.height), "width": int(fp.width),
+            "pointer": [float(fp.pointer.x), float(fp.pointer.y), float(fp.pointer.score)],
+            "pointer_found": bool(fp.pointer_found),
+            "act": None if fp.act is None else [float(fp.act[0]), float(fp.act[1])], "act_source": fp.act_source,
+            "change": float(fp.change), "n_lines": int(fp.n_lines),
+            "lines": [[int(ln.box.x), int(ln.box.y), int(ln.box.w), int(ln.box.h), str(ln.text), float(ln.conf),
+                       bool(ln.acted), bool(ln.changed), float(ln.dist)] for ln in fp.lines]}
+
+
+def _frame_of(d: dict[str, Any]) -> FramePercept:
+    act = d["act"]
+    lines = [ReadLine(Box(int(x), int(y), int(w), int(h)), str(text), float(conf), bool(acted), bool(chg),
+                      float(dist)) for x, y, w, h, text, conf, acted, chg, dist in d["lines"]]
+    return FramePercept(int(d["height"]), int(d["width"]), PointerHit(*(float(v) for v in d["pointer"])),
+                        bool(d["pointer_found"]), None if act is None else (float(act[0]), float(act[1])),
+                        str(d["act_source"]), float(d["change"]), int(d["n_lines"]), lines)
+
+
 def save_percept(path: str | Path, payload: dict[str, Any]) -> None:
-    """Write a cached perception whole (a temporary file renamed over it: a reader never sees half of one)."""
-    tmp = Path(path).with_suffix(f".tmp{os.getpid()}")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    with open(tmp, "wb") as f:
-        pickle.dump(payload, f, protocol=5)
-    os.replace(tmp, path)
+    """Write a cached perception whole (:func:`gui_app.core.atomic.publish_file`): the arrays of its
+    :class:`RunPercept` and one JSON document for the rest, in an ``.npz`` that needs no pickle to read."""
+    percept: RunPercept = payload["percept"]
+    meta = {"format": PERCEPT_FORMAT, "steps": [int(k) for k in payload["steps"]], "source": str(payload["source"]),
+            "n_steps": int(payload["n_steps"]), "instruction": str(payload["instruction"]),
+            "timings": {str(k): float(v) for k, v in percept.timings.items()},
+            "frames": [_frame_json(fp) for fp in percept.frames]}
+    arrays: dict[str, Any] = {name: np.ascontiguousarray(getattr(percept, name), dtype=dtype)
+                              for name, dtype in _PERCEPT_ARRAYS.items()}
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:  # a file object: np.savez would add ".npz" to a name
+            np.savez(fh, allow_pickle=False, **arrays)
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    publish_file(target, write)
+
+
+def read_percept(path: str | Path) -> dict[str, Any]:
+    """A cached perception written by :func:`save_percept` (arrays loaded with ``allow_pickle=False``).
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not a cache file of this format (damaged, planted, or written by another version).
+    """
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as zf:  # sizes as declared, before anything is inflated
+            declared = sum(info.file_size for info in zf.infolist())
+        if declared > _MAX_PERCEPT_BYTES:
+            raise ValueError(f"declares {declared} bytes")
+        with np.load(path, allow_pickle=False) as npz:
+            meta = json.loads(npz["meta"].tobytes().decode())
+            arrays = {name: npz[name] for name in _PERCEPT_ARRAYS}
+        if not isinstance(meta, dict) or meta.get("format") != PERCEPT_FORMAT:
+            raise ValueError(f"format {meta.get('format') if isinstance(meta, dict) else None!r}, "
+                             f"not {PERCEPT_FORMAT}")
+        for name, dtype in _PERCEPT_ARRAYS.items():
+            if arrays[name].dtype != dtype:
+                raise ValueError(f"array {name} is {arrays[name].dtype}, not {np.dtype(dtype)}")
+        frames = [_frame_of(d) for d in meta["frames"]]
+        percept = RunPercept(frames=frames, timings={str(k): float(v) for k, v in meta["timings"].items()},
+                             **arrays)
+        return {"percept": percept, "steps": [int(k) for k in meta["steps"]], "source": str(meta["source"]),
+                "n_steps": int(meta["n_steps"]), "instruction": str(meta["instruction"])}
+    except (zipfile.BadZipFile, KeyError, TypeError, AttributeError, UnicodeDecodeError, EOFError) as exc:
+        raise ValueError(f"{path}: not a perception cache file ({type(exc).__name__}: {exc})") from exc
+    except ValueError as exc:  # json.JSONDecodeError and numpy's refusals are ValueErrors
+        raise ValueError(f"{path}: not a perception cache file ({exc})") from exc
 
 
 def _perceive_job(job: tuple[str, str]) -> tuple[str, str | None]:
@@ -138,8 +213,8 @@ def perceive_all(episodes: Iterable[str], cache_dir: str | Path, key: str, point
 
 
 def load_percept(cache_dir: str | Path, key: str, episode: str) -> dict[str, Any]:
-    with open(percept_file(cache_dir, key, episode), "rb") as f:
-        return pickle.load(f)
+    """The cached perception of ``episode`` (see :func:`read_percept` for what it raises)."""
+    return read_percept(percept_file(cache_dir, key, episode))
 
 
 @dataclass
@@ -159,9 +234,9 @@ def record_for(row: dict[str, Any], payload: dict[str, Any]) -> Record:
     n_steps = int(row.get("n_steps") or 0)
     n_frames = None
     if n_steps and n_steps < payload["n_steps"]:  # a truncation: the first keyframes of the original
-        if payload["n_steps"] > MAX_FRAMES:
+        if payload["n_steps"] > ModelConfig.max_frames:
             raise TrajectoryFormatError(row["path"], "n_steps", "truncation of a subsampled run")
-        n_frames = len(keyframe_steps(n_steps, MAX_FRAMES))
+        n_frames = len(keyframe_steps(n_steps, ModelConfig.max_frames))
     ex = make_example(percept, row["instruction"], steps, n_frames)
     fes = row.get("first_error_step")
     success = bool(row["success"])

@@ -3,7 +3,9 @@
 Every example of the chosen splits is scored through the runtime's own path (keyframes, perception, features,
 network, calibration), one run at a time, so accuracy and timings come from the same calls. Perceptions can be
 taken from the training cache (``cache``) to make a large evaluation fast; timings are then those of the
-features and the network only, and the report says so.
+features and the network only, and the report says so. A run the cache does not hold, or holds in a file that is
+not a cache file of this version (an earlier version's ``.pkl`` is never opened), is perceived again
+(``cache_misses``).
 
 Reported, success as the positive class: accuracy, precision, recall, F1 and the majority baseline;
 first-error localisation on failures whose step is known (exact, within one, tIoU with steps as 1 s intervals);
@@ -157,6 +159,7 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
     errors: list[dict[str, str]] = []
     todo = df.to_dicts()
     warm = False
+    misses = 0
     for i, row in enumerate(todo):
         try:
             traj = native.load(row["path"])
@@ -164,10 +167,13 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
                 model.score(traj)
                 warm = True
             t0 = time.perf_counter()
+            ex = None
             if key is not None:
-                rec = record_for(row, load_percept(cache or "", key, row["source_path"]))
-                ex = rec.example
-            else:
+                try:
+                    ex = record_for(row, load_percept(cache or "", key, row["source_path"])).example
+                except (OSError, ValueError):  # not cached, or not a cache file of ours
+                    misses += 1
+            if ex is None:
                 ex = model.featurize(traj)
             res = model.score_prepared([Prepared(ex, traj.n_steps, row["instruction"] or "")])[0]
             e2e = time.perf_counter() - t0
@@ -190,7 +196,7 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
         if progress is not None:
             progress(i + 1, len(todo))
     return _report(model, model_dir, rows, splits, errors, "kind",
-                   {"perception": "cached" if key is not None else "runtime"})
+                   {"perception": "cached" if key is not None else "runtime", "cache_misses": misses})
 
 
 def _report(model: RewardModel, model_dir: str | Path | None, rows: list[dict[str, Any]], splits: Iterable[str],

@@ -3,16 +3,17 @@
 Runs the network once, exports with named inputs/outputs and dynamic axes, runs
 ``onnx.checker.check_model(full_check=True)``, then compares onnxruntime with torch on a batch *of another
 shape than the one traced* (a shape frozen into the graph is caught) and fails above ``atol``. The weights
-folder holds ``model.onnx``, ``pointer.onnx`` (the pointer detector), ``model.pt`` (the torch backend) and
-``model.json`` (versions, perception settings, calibration, threshold, OOD reference).
+folder holds ``model.onnx``, ``pointer.onnx`` (the pointer detector), ``model.pt`` (the torch backend: the
+checkpoint with its state in half precision) and ``model.json`` (the checkpoint's fields: config, versions,
+perception settings, calibration, threshold, OOD reference and ranges), both written by
+:meth:`models.checkpoint.Checkpoint.save`.
 """
 
 from __future__ import annotations
 
 import io
-import json
-import shutil
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,19 @@ import onnx
 import onnxruntime as ort
 import torch
 
-from models.features import (FRAME_FEATS, IDS_PER_TEXT, INPUT_NAMES, LINE_FEATS, OUTPUT_NAMES, RUN_FEATS, TERM_FEATS,
-                             VIS_FEATS)
-from models.hashing import BUCKETS, IDS_PER_WORD
+from models.checkpoint import RUN_FILE, TORCH_FILE, WEIGHTS_FILE, Checkpoint
 from models.config import ModelConfig
+from models.features import (
+    FRAME_FEATS,
+    IDS_PER_TEXT,
+    INPUT_NAMES,
+    LINE_FEATS,
+    OUTPUT_NAMES,
+    RUN_FEATS,
+    TERM_FEATS,
+    VIS_FEATS,
+)
+from models.hashing import BUCKETS, IDS_PER_WORD
 from models.network import RewardNet
 
 OPSET = 17
@@ -80,7 +90,9 @@ def export_network(net: RewardNet, path: str | Path, atol: float = 1e-4) -> floa
     """Export ``net`` to ``path``; returns the largest torch/onnxruntime difference on a fresh-shaped batch."""
     net.eval()
     wrapper = _Positional(net).eval()
-    trace = sample_batch(net.cfg)
+    # keyframes: two counts within the network's table (a table of one cannot vary the count)
+    probe_frames = min(6, net.cfg.max_frames)
+    trace = sample_batch(net.cfg, frames=max(1, min(4, probe_frames - 1)))
     args = tuple(torch.from_numpy(trace[k]) for k in INPUT_NAMES)
     buf = io.BytesIO()
     with warnings.catch_warnings():
@@ -91,7 +103,7 @@ def export_network(net: RewardNet, path: str | Path, atol: float = 1e-4) -> floa
     model = onnx.load_from_string(buf.getvalue())
     onnx.checker.check_model(model, full_check=True)
     Path(path).write_bytes(buf.getvalue())
-    probe = sample_batch(net.cfg, batch=3, words=7, terms=2, lines=11, frames=6, vis=3, seed=1)
+    probe = sample_batch(net.cfg, batch=3, words=7, terms=2, lines=11, frames=probe_frames, vis=3, seed=1)
     with torch.no_grad():
         ref = net(**{k: torch.from_numpy(v) for k, v in probe.items()})
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
@@ -109,20 +121,14 @@ def export_network(net: RewardNet, path: str | Path, atol: float = 1e-4) -> floa
 def export_run(run: str | Path, out: str | Path, half: bool = True) -> dict[str, Any]:
     """Turn a training run folder into a weights folder (see the module docstring)."""
     run, out = Path(run), Path(out)
-    ck = torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=False)
-    cfg = ModelConfig.from_dict(ck["net"])
-    net = RewardNet(cfg)
-    net.load_state_dict(ck["state_dict"])
+    ck = Checkpoint.load(run / RUN_FILE)
+    net = RewardNet(ck.net)
+    net.load_state_dict(ck.state_dict or {})
     out.mkdir(parents=True, exist_ok=True)
     err = export_network(net, out / "model.onnx")
     state = {k: (v.half() if half and v.is_floating_point() else v) for k, v in net.state_dict().items()}
-    torch.save({"state_dict": state, "net": cfg.to_dict()}, out / "model.pt")
-    pointer_src = Path(ck["pointer"])
-    if pointer_src.resolve() != (out / "pointer.onnx").resolve():
-        shutil.copyfile(pointer_src, out / "pointer.onnx")
-    meta = {"name": run.name, "net": cfg.to_dict(), "perception": ck["perception"], "versions": ck["versions"],
-            "calibration": ck["calibration"], "threshold": ck["threshold"], "ood": ck["ood"],
-            "onnx_max_abs_diff": err}
-    (out / "model.json").write_text(json.dumps(meta, indent=1))
+    weights = replace(ck, name=run.name, onnx_max_abs_diff=err, state_dict=state)
+    weights.save(out / TORCH_FILE)  # copies the pointer detector into ``out``
+    weights.save(out / WEIGHTS_FILE)
     return {"out": str(out), "onnx_max_abs_diff": err,
             "onnx_bytes": (out / "model.onnx").stat().st_size, "pointer_bytes": (out / "pointer.onnx").stat().st_size}

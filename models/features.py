@@ -21,6 +21,7 @@ import cv2
 import numpy as np
 
 from gui_app.core.errors import VideoError
+from gui_app.core.images import read_image
 from gui_app.core.trajectory import Trajectory
 from models import hashing
 from models.perception import FramePercept, RunPercept
@@ -94,8 +95,10 @@ class Keyframes:
 
 
 def _read_rgb(path: str) -> np.ndarray | None:
-    img = cv2.imread(path, cv2.IMREAD_COLOR)
-    return None if img is None else cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    try:
+        return read_image(path)  # measured from its header first: a 1.2 MB PNG may declare 1.2 GB of pixels
+    except VideoError:
+        return None
 
 
 def _same_size(frames: list[np.ndarray]) -> list[np.ndarray]:

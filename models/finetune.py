@@ -16,9 +16,11 @@ and:
 4. refits on the training slice what depends on the network's outputs: the calibration of p_success (Platt scaling,
    with Platt's own target smoothing so that a slice the network separates perfectly does not yield infinite
    confidence), the decision threshold, and the out-of-distribution reference (its unit, the 99th percentile
-   distance, measured out of fold, so that runs like the training ones are not all flagged unknown);
-5. writes ``RUN/checkpoint.pt`` and exports RUN as a weights folder (``model.onnx``, ``pointer.onnx``, ``model.pt``,
-   ``model.json``): ``rollscope score --model RUN``, ``eval --model RUN`` and the app use it like the shipped model;
+   distance, measured out of fold, so that runs like the training ones are not all flagged unknown), whose ranges
+   of screen size, screen shape and run length are the base's widened by the training slice's;
+5. writes ``RUN/checkpoint.pt`` (:class:`models.checkpoint.Checkpoint`) and exports RUN as a weights folder
+   (``model.onnx``, ``pointer.onnx``, ``model.pt``, ``model.json``): ``rollscope score --model RUN``,
+   ``eval --model RUN`` and the app use it like the shipped model;
 6. scores the held-out slice with the base model and with the new one, through the runtime's own path, and stores
    the report (accuracy, recall, first-step accuracy, calibration; both models side by side) in
    ``RUN/report.json``. :func:`is_worse` says whether the new model should not replace the active one.
@@ -30,11 +32,10 @@ import copy
 import hashlib
 import json
 import math
-import pickle
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +45,15 @@ from scipy.special import expit
 
 from gui_app.core.errors import RollscopeError
 from gui_app.core.teaching import LabelledRun
-from models.data import Record, cache_key, perceive_trajectory, record_for, save_percept
+from models.checkpoint import RUN_FILE, Calibration, OODReference
+from models.data import (PERCEPT_SUFFIX, Record, cache_key, perceive_trajectory, read_percept, record_for,
+                         save_percept)
 from models.evaluate import calibration, classification, localisation
 from models.features import first_error_frame
 from models.network import RewardNet, losses
 from models.runtime import WEIGHTS_DIR, ModelLoadError, Prepared, RewardModel
 from models.train import (choose_threshold, fit_platt, noisy_percept, ood_reference, ood_vectors, predict,
-                          seed_everything, to_tensors)
+                          seed_everything, summary_ranges, to_tensors)
 from models.versions import mahalanobis, versions
 
 REPORT_NAME = "report.json"
@@ -168,7 +171,7 @@ def _percept_file(cache_dir: Path, key: str, run_key: str) -> Path:
     except OSError:
         sig = "missing"
     name = hashlib.sha256(f"{path.resolve()}#{sel}:{sig}".encode()).hexdigest()[:24]
-    return cache_dir / key / f"{name}.pkl"
+    return cache_dir / key / f"{name}{PERCEPT_SUFFIX}"
 
 
 def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: str | Path,
@@ -185,10 +188,13 @@ def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: st
     for i, run in enumerate(runs):
         file = _percept_file(cache, key, run.key)
         try:
+            payload = None
             if file.is_file():
-                with open(file, "rb") as fh:
-                    payload = pickle.load(fh)
-            else:
+                try:
+                    payload = read_percept(file)
+                except ValueError:  # damaged, or not ours: perceived again and written over
+                    payload = None
+            if payload is None:
                 t0 = time.perf_counter()
                 payload = perceive_trajectory(model.perceiver, formats.load(run.key, library_root=library_root))
                 save_percept(file, payload)
@@ -203,7 +209,7 @@ def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: st
             row = {"path": run.key, "ref": run.ref, "source_path": str(file), "instruction": payload["instruction"],
                    "success": run.success, "first_error_step": step, "n_steps": 0}
             out.append(Perceived(run, record_for(row, payload), payload["n_steps"], payload["instruction"]))
-        except (RollscopeError, OSError, ValueError, pickle.UnpicklingError, EOFError, KeyError) as exc:
+        except (RollscopeError, OSError, ValueError, KeyError) as exc:
             errors.append((run.ref, str(exc)))
         if progress is not None:
             progress("perceive", i + 1, len(runs))
@@ -349,8 +355,7 @@ def _augmented(it: Perceived, rng: random.Random, buffer: dict[str, dict[str, An
     if src not in buffer:
         if len(buffer) >= _AUGMENT_BUFFER:
             buffer.pop(next(iter(buffer)))
-        with open(src, "rb") as fh:
-            buffer[src] = pickle.load(fh)
+        buffer[src] = read_percept(src)
     payload = dict(buffer[src])
     payload["percept"] = noisy_percept(payload["percept"], rng)
     return record_for(it.record.row, payload).example
@@ -407,10 +412,11 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     info = {"base": str(base_path), "base_name": base_scoring.name, "seed": args.seed, "n_train": len(train_items),
             "n_heldout": len(held_items), "train_seconds": train_seconds, "epochs_run": len(history),
             "args": asdict(args)}
-    ck = {"state_dict": net.state_dict(), "net": base_torch.meta["net"], "perception": base_torch.meta["perception"],
-          "versions": versions(), "calibration": {"a": a, "b": b}, "threshold": thr, "ood": ood,
-          "pointer": str(Path(base_torch.perceiver.pointer.path).resolve()), "finetune": info}
-    torch.save(ck, out / "checkpoint.pt")
+    base = base_torch.checkpoint
+    # the ranges seen: the base's (what its weights learnt from), widened by the labelled runs'
+    ood_ref = OODReference(**ood, summary_range=summary_ranges(recs).union(base.ood.summary_range))
+    replace(base, calibration=Calibration(a, b), threshold=thr, ood=ood_ref, versions=versions(), name=out.name,
+            finetune=info, onnx_max_abs_diff=None, state_dict=net.state_dict()).save(out / RUN_FILE)
     from models.export_onnx import ExportError, export_run
 
     try:

@@ -93,9 +93,6 @@ class RewardNet(nn.Module):
         self.frame_head = nn.Linear(d, 1)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def _t(self, t: torch.Tensor) -> torch.Tensor:
-        return self.time(t.clamp(0, self.cfg.max_frames - 1))
-
     def forward(self, word_ids: torch.Tensor, word_mask: torch.Tensor, term_ids: torch.Tensor,
                 term_feat: torch.Tensor, term_mask: torch.Tensor, line_ids: torch.Tensor, line_feat: torch.Tensor,
                 line_t: torch.Tensor, line_mask: torch.Tensor, frame_feat: torch.Tensor, frame_mask: torch.Tensor,
@@ -103,15 +100,20 @@ class RewardNet(nn.Module):
                 run_feat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         b = word_ids.shape[0]
         t_len = frame_feat.shape[1]
+        if t_len > self.cfg.max_frames:
+            # The callers subsample a longer run uniformly to max_frames keyframes (models.features.keyframe_steps);
+            # more here would share the last position in silence. (Evaluated while tracing only: in the ONNX graph
+            # a position past the table fails the embedding lookup instead.)
+            raise ValueError(f"{t_len} keyframes, more than the network's table of {self.cfg.max_frames}")
         ty = self.kind.weight  # (6, d)
         l_words = word_ids.shape[1]
         wpos = torch.arange(l_words, device=word_ids.device).clamp(max=self.cfg.max_words - 1)
         words = self.hash(word_ids) + self.word_pos(wpos)[None] + ty[1]  # (B, L, d)
         terms = self.hash(term_ids) + self.term_in(term_feat) + ty[2]  # (B, M, d)
-        lines = self.hash(line_ids) + self.line_in(line_feat) + self._t(line_t) + ty[3]  # (B, N, d)
+        lines = self.hash(line_ids) + self.line_in(line_feat) + self.time(line_t) + ty[3]  # (B, N, d)
         tpos = torch.arange(t_len, device=frame_feat.device)
-        frames = self.frame_in(frame_feat) + self.time(tpos.clamp(max=self.cfg.max_frames - 1))[None] + ty[4]
-        visual = self.vis_in(vis) + self.vis_feat_in(vis_feat) + self._t(vis_t) + ty[5]  # (B, V, d)
+        frames = self.frame_in(frame_feat) + self.time(tpos)[None] + ty[4]  # (B, T, d)
+        visual = self.vis_in(vis) + self.vis_feat_in(vis_feat) + self.time(vis_t) + ty[5]  # (B, V, d)
         cls = self.cls.expand(b, 1, -1) + ty[0]
         x = self.drop(torch.cat([cls, words, terms, lines, frames, visual], dim=1))  # (B, S, d)
         mask = torch.cat([torch.ones(b, 1, dtype=torch.bool, device=x.device), word_mask, term_mask, line_mask,

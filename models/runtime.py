@@ -1,39 +1,37 @@
 """Score trajectories with the reward model: onnxruntime by default, torch as a second backend.
 
 ``RewardModel.load()`` opens the shipped weights (``models/weights/``: ``model.onnx``, ``pointer.onnx`` and
-``model.json``; ``model.pt`` for the torch backend) or a training run folder (``checkpoint.pt``, torch only),
-and checks that every version the weights were trained with (features, perception, terms, hashing, reader,
-pointer) is the one this code computes. Torch is imported only for the torch backend.
+``model.json``; ``model.pt`` for the torch backend) or a training run folder (``checkpoint.pt``, torch only) through
+:class:`models.checkpoint.Checkpoint`, and checks that every version the weights were trained with (features,
+perception, terms, hashing, reader, pointer detector, pointer sprite) is the one this code computes. Torch is
+imported only for the torch backend.
 
-``score(traj)`` reads one keyframe per step end, perceives them (:mod:`models.perception`), matches the
-instruction (:mod:`models.features`), runs the network, calibrates p_success, and measures how far the run is
-from the training data (``ood``: 1.0 is the 99th percentile of validation runs; above it the verdict is
-``unknown`` rather than confident).
+``score(traj)`` reads one keyframe per step end (at most the network's ``max_frames``, uniformly subsampled when
+the run is longer), perceives them (:mod:`models.perception`), matches the instruction (:mod:`models.features`),
+runs the network, calibrates p_success, and measures how far the run is from the training data (``ood``: 1.0 is
+the 99th percentile of validation runs; above it the verdict is ``unknown`` rather than confident).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 import numpy as np
 
-from gui_app.core.errors import RollscopeError
 from gui_app.core.score import Score
 from gui_app.core.trajectory import Trajectory
-from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example
+from models.checkpoint import RUN_FILE, WEIGHTS_FILE, Checkpoint, ModelLoadError
 from models.config import ModelConfig
-from models.perception import PerceptionConfig, Perceiver
-from models.pruning import PruneParams
+from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example
+from models.perception import Perceiver
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 BACKENDS = ("onnx", "torch")
-MAX_FRAMES = 50
 OOD_LIMIT = 1.0
 
 NO_INSTRUCTION = "no instruction: the verdict has nothing to judge the run against"
@@ -46,10 +44,6 @@ OUTSIDE_SHAPE = ("screens of {w}x{h} px, width/height {a:.2f}, a shape the model
 OUTSIDE_LENGTH = "{n} keyframes, longer than any run the model was trained on ({n1}): treat the verdict as unknown"
 SIZE_MARGIN = 1.25  # a screen up to 25% smaller or larger than any trained on still counts as seen
 LENGTH_MARGIN = 1.5
-
-
-class ModelLoadError(RollscopeError):
-    """The model files are missing or do not match this version of the code."""
 
 
 def default_pointer_path() -> Path:
@@ -111,28 +105,23 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
-def _perception_config(d: dict[str, Any]) -> PerceptionConfig:
-    d = dict(d)
-    d["prune"] = PruneParams(**d["prune"])
-    return PerceptionConfig(**d)
-
-
 class RewardModel:
     """A loaded reward model: perception, network backend, calibration, threshold and OOD reference."""
 
-    def __init__(self, meta: dict[str, Any], backend: Any, perceiver: Perceiver, name: str):
-        self.meta = meta
+    def __init__(self, checkpoint: Checkpoint, backend: Any, perceiver: Perceiver, name: str):
+        self.checkpoint = checkpoint
+        self.cfg = checkpoint.net
         self.backend = backend
         self.perceiver = perceiver
         self.name = name
-        self.threshold = float(meta["threshold"])
-        self.calibration = meta["calibration"]
-        ood = meta["ood"]
-        self._ood = (np.array(ood["mean"]), np.array(ood["std"]), np.array(ood["precision"]), float(ood["scale"]))
-        self._range = ood.get("summary_range")  # weights from before summary ranges: the distance alone
+        self.threshold = checkpoint.threshold
+        self.calibration = checkpoint.calibration
+        ood = checkpoint.ood
+        self._ood = (np.array(ood.mean), np.array(ood.std), np.array(ood.precision), ood.scale)
+        self._range = ood.summary_range  # None in weights from before summary ranges: the distance alone
 
     @classmethod
-    def load(cls, path: str | Path | None = None, backend: str = "onnx", threads: int = 2) -> "RewardModel":
+    def load(cls, path: str | Path | None = None, backend: str = "onnx", threads: int = 2) -> RewardModel:
         """Open a weights folder or a run folder (see the module docstring).
 
         Raises:
@@ -140,55 +129,29 @@ class RewardModel:
         """
         from models.pointer import PointerDetector
         from models.text import TextReader
-        from models.versions import versions
 
         if backend not in BACKENDS:
             raise ModelLoadError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
         p = Path(path) if path is not None else WEIGHTS_DIR
         if p.is_file():
             p = p.parent
-        if (p / "model.json").is_file():
-            meta = json.loads((p / "model.json").read_text())
-            pointer = p / "pointer.onnx"
-            state = cls._torch_state(p / "model.pt") if backend == "torch" else None
-        elif (p / "checkpoint.pt").is_file():
-            if backend != "torch":
-                raise ModelLoadError(f"{p}: a training run holds a torch checkpoint only; export it with "
-                                     f"`rollscope export-onnx {p}` or use --backend torch")
-            ck = cls._torch_state(p / "checkpoint.pt", full=True)
-            meta = {k: ck[k] for k in ("net", "perception", "versions", "calibration", "threshold", "ood")}
-            pointer = Path(ck["pointer"])
-            state = ck["state_dict"]
-        else:
-            raise ModelLoadError(f"{p}: no model.json or checkpoint.pt (is this a weights or run folder?)")
-        want = versions()
-        got = meta.get("versions", {})
-        stale = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
-        if stale:
-            parts = ", ".join(f"{k} {a} (code {b})" for k, (a, b) in stale.items())
-            raise ModelLoadError(f"{p}: trained with other feature versions: {parts}")
-        if not pointer.is_file():
-            raise ModelLoadError(f"{pointer}: file not found (the pointer detector)")
-        cfg = ModelConfig.from_dict(meta["net"])
+        if backend != "torch" and not (p / WEIGHTS_FILE).is_file() and (p / RUN_FILE).is_file():
+            raise ModelLoadError(f"{p}: a training run holds a torch checkpoint only; export it with "
+                                 f"`rollscope export-onnx {p}` or use --backend torch")
+        ck = Checkpoint.load(p, state=backend == "torch")
+        ck.check_versions(p)
+        if not ck.pointer.is_file():
+            raise ModelLoadError(f"{ck.pointer}: file not found (the pointer detector)")
         if backend == "onnx":
             onnx_path = p / "model.onnx"
             if not onnx_path.is_file():
                 raise ModelLoadError(f"{onnx_path}: file not found")
             impl: Any = _OnnxBackend(onnx_path, threads)
         else:
-            impl = _TorchBackend(state or {}, cfg, threads)
-        perceiver = Perceiver(PointerDetector(pointer, threads=threads), TextReader(threads=threads),
-                              _perception_config(meta["perception"]))
-        return cls(meta, impl, perceiver, f"{p.name}:{backend}")
-
-    @staticmethod
-    def _torch_state(file: Path, full: bool = False) -> dict[str, Any]:
-        if not file.is_file():
-            raise ModelLoadError(f"{file}: file not found (the torch backend needs it)")
-        import torch
-
-        obj = torch.load(file, map_location="cpu", weights_only=False)
-        return obj if full else obj["state_dict"]
+            impl = _TorchBackend(ck.state_dict or {}, ck.net, threads)
+        perceiver = Perceiver(PointerDetector(ck.pointer, threads=threads), TextReader(threads=threads),
+                              ck.perception)
+        return cls(ck, impl, perceiver, f"{p.name}:{backend}")
 
     def featurize(self, traj: Trajectory, prune: bool = True) -> Example:
         """Keyframes, perception and features of one trajectory (``prune`` False: every token, the baseline).
@@ -197,7 +160,7 @@ class RewardModel:
             VideoError: no readable recording or screenshots.
         """
         t0 = time.perf_counter()
-        kf = load_keyframes(traj, MAX_FRAMES)
+        kf = load_keyframes(traj, self.cfg.max_frames)
         t_decode = time.perf_counter() - t0
         percept = self.perceiver.perceive(kf.frames, kf.reference, prune=prune)
         t0 = time.perf_counter()
@@ -221,11 +184,11 @@ class RewardModel:
         (:func:`models.features.summary`)."""
         if not self._range or ex.summary is None:
             return []
-        lo, hi = self._range["min"], self._range["max"]
+        lo, hi = self._range.min, self._range.max
         n, h, w = math.expm1(ex.summary[0]), math.exp(ex.summary[1]), math.exp(ex.summary[2])
         h0, h1, w0, w1 = math.exp(lo[1]), math.exp(hi[1]), math.exp(lo[2]), math.exp(hi[2])
         out = []
-        a0, a1 = self._range.get("aspect", (0.0, math.inf))  # weights from before the aspect range: sizes only
+        a0, a1 = self._range.aspect or (0.0, math.inf)  # weights from before the aspect range: sizes only
         if not (h0 / SIZE_MARGIN <= h <= h1 * SIZE_MARGIN and w0 / SIZE_MARGIN <= w <= w1 * SIZE_MARGIN):
             out.append(OUTSIDE_SCREENS.format(w=round(w), h=round(h), w0=round(w0), w1=round(w1), h0=round(h0),
                                               h1=round(h1)))
@@ -256,7 +219,7 @@ class RewardModel:
 
     def _result(self, ex: Example, n_steps: int, s: float, f: np.ndarray, emb: np.ndarray, t_fwd: float,
                 instruction: str) -> Score:
-        a, b = self.calibration["a"], self.calibration["b"]
+        a, b = self.calibration.a, self.calibration.b
         p = float(1.0 / (1.0 + np.exp(-(a * float(s) + b))))
         dist = _softmax(f[: ex.n_frames].astype(np.float64))
         step_scores = [0.0] * n_steps

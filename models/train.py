@@ -5,7 +5,8 @@
 the epoch with the best validation loss, then on validation fits the calibration of p_success (Platt scaling of
 the logit), the decision threshold, and the out-of-distribution reference (Mahalanobis distance of the CLS
 embedding and run summary, scaled by its 99th percentile on validation). The run folder gets ``checkpoint.pt``
-and ``train_log.json``; ``rollscope export-onnx`` turns it into shippable weights.
+(:class:`models.checkpoint.Checkpoint`, with the pointer detector copied beside it so the folder can move) and
+``train_log.json``; ``rollscope export-onnx`` turns it into shippable weights.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.data import (Record, cache_key, load_records, perceive_all, read_manifest, record_for,
-                         with_sources)
-from models.features import INPUT_NAMES, make_batch
+from models.checkpoint import RUN_FILE, Calibration, Checkpoint, OODReference, SummaryRange, perception_from_dict
 from models.config import ModelConfig
+from models.data import Record, cache_key, load_records, perceive_all, read_manifest, record_for, with_sources
+from models.features import INPUT_NAMES, make_batch
 from models.network import RewardNet, losses
 from models.perception import PerceptionConfig, ReadLine, RunPercept
 from models.versions import mahalanobis, versions
@@ -140,14 +141,14 @@ def ood_reference(train_vecs: np.ndarray, val_vecs: np.ndarray) -> dict[str, Any
     return {"mean": mu.tolist(), "std": sd.tolist(), "precision": prec.tolist(), "scale": max(scale, 1e-6)}
 
 
-def summary_ranges(recs: list[Record]) -> dict[str, list[float]]:
+def summary_ranges(recs: list[Record]) -> SummaryRange:
     """The smallest and largest run summary seen in training, per dimension (:func:`models.features.summary`):
     a run whose screens or length lie outside them is outside what the model has seen, whatever its embedding
     says (features built to ignore appearance cannot see that the screens are another kind)."""
     summ = np.stack([np.asarray(r.example.summary) for r in recs])
     aspect = np.exp(summ[:, 2] - summ[:, 1])  # width / height: a landscape desktop is not a portrait web page
-    return {"min": summ.min(0).tolist(), "max": summ.max(0).tolist(),
-            "aspect": [float(aspect.min()), float(aspect.max())]}
+    return SummaryRange(tuple(summ.min(0).tolist()), tuple(summ.max(0).tolist()),
+                        (float(aspect.min()), float(aspect.max())))
 
 
 def ood_vectors(embs: np.ndarray, recs: list[Record]) -> np.ndarray:
@@ -203,7 +204,15 @@ def prepare(args: TrainArgs, log: Callable[[str], None] = print,
 
 def train(args: TrainArgs, log: Callable[[str], None] = print,
           progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
-    """Train, calibrate, save ``checkpoint.pt``; returns the training log."""
+    """Train, calibrate, save ``checkpoint.pt``; returns the training log.
+
+    Raises:
+        ValueError: no examples after filtering, or a network whose keyframe table is not the recipe's (the
+            perception cache holds ``ModelConfig.max_frames`` keyframes a run, as the runtime reads them).
+    """
+    if args.net.max_frames != ModelConfig.max_frames:
+        raise ValueError(f"max_frames {args.net.max_frames}: training perceives at most {ModelConfig.max_frames} "
+                         "keyframes a run (the recipe's), so the network's table must hold as many")
     seed_everything(args.seed)
     torch.set_num_threads(args.threads)
     t_start = time.time()
@@ -265,14 +274,12 @@ def train(args: TrainArgs, log: Callable[[str], None] = print,
     p = 1 / (1 + np.exp(-(a * logits + b)))
     thr = choose_threshold(p, y_val)
     tr_logits, _, tr_embs = predict(net, train_recs)
-    ood = ood_reference(ood_vectors(tr_embs, train_recs), ood_vectors(embs, val_recs))
-    ood["summary_range"] = summary_ranges(train_recs)
+    ood = OODReference(**ood_reference(ood_vectors(tr_embs, train_recs), ood_vectors(embs, val_recs)),
+                       summary_range=summary_ranges(train_recs))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    ck = {"state_dict": net.state_dict(), "net": cfg.to_dict(), "perception": info["perception"],
-          "versions": versions(), "calibration": {"a": a, "b": b}, "threshold": thr, "ood": ood,
-          "pointer": info["pointer"]}
-    torch.save(ck, out / "checkpoint.pt")
+    Checkpoint(net=cfg, perception=perception_from_dict(info["perception"]), calibration=Calibration(a, b),
+               threshold=thr, ood=ood, pointer=Path(info["pointer"]), versions=versions(), name=out.name,
+               state_dict=net.state_dict()).save(out / RUN_FILE)
     report = {"args": {k: v for k, v in asdict(args).items() if k != "net"}, "net": cfg.to_dict(),
               "history": history, "best_epoch": best["epoch"], "threshold": thr, "calibration": {"a": a, "b": b},
               "val": metrics(p, y_val, thr), "n_train": len(train_recs), "n_val": len(val_recs),

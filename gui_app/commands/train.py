@@ -124,7 +124,8 @@ def library_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     library holding the store (``ROOT/.rollscope/labels.sqlite``), else the current folder."""
     from pathlib import Path
 
-    from gui_app.core.catalog import CATALOG_DIR, CATALOG_NAME, Catalog
+    from gui_app.core.catalog import CATALOG_DIR, Catalog
+    from gui_app.core.library import library_catalog_path
     from gui_app.core.store import StoreError, default_path, open_store
 
     if args.root is not None:
@@ -137,7 +138,7 @@ def library_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     if not path.is_file():
         raise StoreError(path, "no annotation store here (use --store PATH or --root LIBRARY)")
     store = open_store(path)
-    cat_path = Path(args.catalog) if args.catalog else root / CATALOG_DIR / CATALOG_NAME
+    cat_path = Path(args.catalog) if args.catalog else library_catalog_path(root)  # where scan and the app keep it
     catalog = Catalog(cat_path, library_root=root) if cat_path.is_file() else None
     return store, catalog, root
 

@@ -208,3 +208,70 @@ def test_the_readme_loop_scan_score_teach_queue_label_train(samples, tiny_weight
                                 str(tmp_path / "judge"), "--cache", str(cache), "--epochs", "3", "--json"], capsys)
     assert rc == 0, err
     assert report["n_train"] + report["n_heldout"] == 12 and not report["skipped"]
+
+
+@pytest.fixture(scope="module")
+def fine_tuned(labelled, samples, tiny_weights, cache, tmp_path_factory):
+    """A quick fine-tune from a base that is deleted afterwards (a base folder the run must not depend on)."""
+    import shutil
+
+    path, _ = labelled
+    store = open_store(path)
+    runs = labelled_runs(store, samples).runs
+    store.close()
+    root = tmp_path_factory.mktemp("fine_tuned")
+    base = root / "base"
+    shutil.copytree(tiny_weights, base)
+    out = root / "run"
+    finetune(FinetuneArgs(out=str(out), base=str(base), cache=str(cache), epochs=1, holdout=0,
+                          library_root=str(samples)), runs, log=lambda m: None)
+    shutil.rmtree(base)
+    return out
+
+
+def _screens_of(samples, tmp_path, size):
+    """A MiniWoB run whose every screenshot is resized to ``size`` (width, height)."""
+    import shutil
+
+    import cv2
+
+    run = tmp_path / f"screens-{size[0]}x{size[1]}"
+    shutil.copytree(samples / "miniwob" / "login-user-success", run)
+    for png in (run / "frames").glob("*.png"):
+        cv2.imwrite(str(png), cv2.resize(cv2.imread(str(png)), size))
+    return run
+
+
+def test_a_fine_tuned_model_is_unknown_on_screens_of_a_shape_never_trained(fine_tuned, samples, tmp_path):
+    """Fine-tuning wrote no screen size, shape or run-length ranges, so a fine-tuned model skipped the "unknown" gate
+    and judged 2000x400 screens as confidently as the pages it learnt from (issue 25)."""
+    from gui_app.core import native
+    from models.runtime import RewardModel
+
+    model = RewardModel.load(fine_tuned)
+    seen = model.score(native.load(samples / "miniwob" / "login-user-success"))  # 320x420 pages: trained on
+    assert not any("px" in w for w in seen.warnings)
+    wide = model.score(native.load(_screens_of(samples, tmp_path, (2000, 400))))
+    assert wide.unknown
+    assert any("screens of 2000x400 px" in w for w in wide.warnings)
+
+
+def test_a_fine_tuned_run_folder_moved_elsewhere_still_loads_and_exports(fine_tuned, samples, tmp_path):
+    """Its checkpoint named the pointer detector by an absolute path (here, inside a base since deleted): a moved
+    run folder could not be exported or loaded. It is now stored beside the checkpoint, by a relative path."""
+    import shutil
+
+    from gui_app.core import native
+    from models.export_onnx import export_run
+    from models.runtime import RewardModel
+
+    moved = tmp_path / "elsewhere" / "judge"
+    shutil.copytree(fine_tuned, tmp_path / "copy")
+    shutil.move(tmp_path / "copy", moved)
+    assert torch.load(moved / "checkpoint.pt", weights_only=True)["pointer"] == "pointer.onnx"
+    info = export_run(moved, tmp_path / "again")
+    traj = native.load(samples / "miniwob" / "login-user-success")
+    a = RewardModel.load(moved).score(traj)
+    b = RewardModel.load(info["out"]).score(traj)
+    c = RewardModel.load(moved, backend="torch").score(traj)
+    assert a.p_success == b.p_success and abs(a.p_success - c.p_success) <= 1e-3  # torch: half precision
