@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 from gui_app.commands.labels import add_store_arguments, open_catalog_from, open_store_from
 
@@ -14,7 +16,11 @@ FORMATS = ("parquet", "jsonl", "csv", "hf", "sft", "whowhen")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", dest="fmt", choices=FORMATS, default="parquet", help="output format (default parquet)")
-    p.add_argument("--out", required=True, help="output file, or folder for hf / --split-by-task")
+    p.add_argument("--out", required=True,
+                   help="output file (/dev/stdout prints it), or folder for hf / --split-by-task")
+    p.add_argument("--force", action="store_true",
+                   help="replace a file or folder at --out that is not an export of this format (the label store, "
+                        "the catalog, a library's .rollscope folder and devices are never replaced)")
     add_store_arguments(p)
     p.add_argument("--catalog", default=None,
                    help="catalog to join (instruction, task, outcome, model score; default ROOT/.rollscope/"
@@ -30,8 +36,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
-    from gui_app.core.export import ExportFilter, export
+    from gui_app.core.catalog import CATALOG_DIR, CATALOG_NAME
+    from gui_app.core.export import ExportFilter, check_out, export, protected_files, stream_fd
+    from gui_app.core.store import default_path
 
+    # --out is checked before the store or the catalog is opened: a refused export leaves every file as it was
+    # (opening a store, even read-only, adds its -wal and -shm files).
+    protect = protected_files(args.store or default_path(args.root),
+                              args.catalog or Path(args.root) / CATALOG_DIR / CATALOG_NAME)
+    check_out(args.out, args.fmt == "hf" or args.split_by_task, args.fmt, force=args.force, protect=protect)
     catalog = open_catalog_from(args)
     store = open_store_from(args, must_exist=True, read_only=True)
     try:
@@ -39,18 +52,20 @@ def run(args: argparse.Namespace) -> int:
                            taxonomy_label=args.taxonomy_label, outcome=args.outcome)
         with bar(None, f"exporting {args.fmt}", args.json) as b:
             res = export(store, args.out, args.fmt, catalog=catalog, filters=flt, split_by_task=args.split_by_task,
-                         test_fraction=args.test_fraction, progress=b.update)
+                         test_fraction=args.test_fraction, progress=b.update, force=args.force)
     finally:
         store.close()
         if catalog is not None:
             catalog.close()
+    # An export printed on stdout keeps stdout to itself: what was written is said on stderr.
+    out = sys.stderr if stream_fd(args.out) == 1 else sys.stdout
     if args.json:
-        print(json.dumps(res.to_dict()))
+        print(json.dumps(res.to_dict()), file=out)
     else:
         split = "" if not res.by_split else " (" + ", ".join(f"{k} {v}" for k, v in res.by_split.items()) + ")"
-        print(f"wrote {res.rows} rows{split} as {res.format}: {', '.join(res.paths)}")
+        print(f"wrote {res.rows} rows{split} as {res.format}: {', '.join(res.paths)}", file=out)
         if res.skipped:
-            print(f"skipped {res.skipped} records with no success/failure verdict")
+            print(f"skipped {res.skipped} records with no success/failure verdict", file=out)
         for w in res.warnings:
-            print(f"warning: {w}")
+            print(f"warning: {w}", file=out)
     return 0

@@ -63,16 +63,17 @@ def open_catalog_from(args: argparse.Namespace) -> Any:
     whose catalog was never brought to this schema), the command goes on without it and says so. One named by
     ``--catalog`` must open.
     """
-    from gui_app.core.catalog import CATALOG_DIR, CATALOG_NAME, Catalog
+    from gui_app.core.catalog import Catalog
     from gui_app.core.errors import CatalogError
+    from gui_app.core.library import library_catalog_path, readable_file
 
     if getattr(args, "catalog", None):
         return Catalog(args.catalog, library_root=args.root)
-    path = Path(args.root) / CATALOG_DIR / CATALOG_NAME
-    if not path.is_file():
+    path = library_catalog_path(args.root)  # the app's rule: beside the settings for a read-only library
+    if not readable_file(path):
         return None
     try:
-        return Catalog(path)
+        return Catalog(path, library_root=args.root)
     except CatalogError as exc:
         print(f"rollscope: note: the library's catalog is not used: {exc}", file=sys.stderr)
         return None
@@ -163,6 +164,14 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def printable_fields(*fields: Any) -> str:
+    """One tab-separated line of fields, each escaped (:func:`gui_app.core.safety.printable`): a field holding a tab,
+    a newline or an escape sequence cannot add a column or a line, or drive the terminal."""
+    from gui_app.core.safety import printable
+
+    return "\t".join(printable(f) for f in fields)
+
+
 def _print(obj: Any, as_json: bool, text: str) -> None:
     print(json.dumps(obj, ensure_ascii=False, default=str) if as_json else text)
 
@@ -194,14 +203,17 @@ def run(args: argparse.Namespace) -> int:
 
             with bar(None, "importing labels", args.json) as b:
                 res = import_labels(args.file, store, args.annotator, progress=b.update, catalog=catalog)
-            for line in res.notes:
-                print(f"rollscope: note: {line}", file=sys.stderr)
-            for line in res.skipped:
-                print(f"rollscope: error: {line}", file=sys.stderr)
-            failed = bool(res.skipped)
-            _print(res.to_dict(), args.json, f"imported {res.records} records from {res.path} as "
-                                             f"{args.annotator!r} ({res.changes} field changes)"
-                                             + (f"; {len(res.skipped)} not imported" if res.skipped else ""))
+            # The first notes and skipped rows word for word, then how many more: never a line per row.
+            for kind, lines, total in (("note", res.notes, res.notes_total), ("error", res.skipped, res.skipped_total)):
+                for line in lines:
+                    print(f"rollscope: {kind}: {line}", file=sys.stderr)
+                if total > len(lines):
+                    print(f"rollscope: {kind}: ... and {total - len(lines):,} more", file=sys.stderr)
+            failed = bool(res.skipped_total)
+            _print(res.to_dict(), args.json, f"imported {res.records:,} records from {res.path} as "
+                                             f"{args.annotator!r} ({res.changes:,} field changes)"
+                                             + (f"; {res.notes_total:,} notes" if res.notes_total else "")
+                                             + (f"; {res.skipped_total:,} not imported" if res.skipped_total else ""))
         elif cmd == "rekey":
             new = tid(args.new)
             moved, conflicts = store.rekey({args.old: new}, actor="rollscope labels rekey")
@@ -211,9 +223,9 @@ def run(args: argparse.Namespace) -> int:
             _print({"moved": moved}, args.json, f"{args.old} -> {new}" if moved else "nothing to move")
         elif cmd == "list":
             recs = store.annotations(tid(args.trajectory) if args.trajectory else None, args.annotator)
-            lines = [f"{a.trajectory_id}\t{a.annotator}\t{a.role}\t{a.verdict or '-'}\t"
-                     f"step={'-' if a.root_cause_step is None else a.root_cause_step}\t{','.join(a.labels)}"
-                     for a in recs]
+            lines = [printable_fields(a.trajectory_id, a.annotator, a.role, a.verdict or "-",
+                                      f"step={'-' if a.root_cause_step is None else a.root_cause_step}",
+                                      ",".join(a.labels)) for a in recs]
             _print([a.to_dict() for a in recs], args.json, "\n".join(lines) or "(no records)")
         elif cmd == "show":
             rv = store.review(tid(args.trajectory_id))
@@ -230,12 +242,14 @@ def run(args: argparse.Namespace) -> int:
                              f"labels={','.join(rv.final.labels)}")
             for o in rv.overrides:
                 lines.append(f"  override by {o.actor}: success={o.success} ({o.reason})")
-            _print(obj, args.json, "\n".join(lines))
+            # each line escaped whole: ids, names, labels and reasons come from files and other people
+            _print(obj, args.json, "\n".join(printable_fields(line) for line in lines))
         elif cmd == "audit":
             log = store.audit(tid(args.trajectory_id) if args.trajectory_id else None, args.annotator)
             _print([e.__dict__ for e in log], args.json, "\n".join(
-                f"{e.at:.3f}\t{e.actor}\t{e.trajectory_id}/{e.annotator}/{e.role}\t{e.field}: "
-                f"{json.dumps(e.old)} -> {json.dumps(e.new)}" for e in log) or "(no changes)")
+                printable_fields(f"{e.at:.3f}", e.actor, f"{e.trajectory_id}/{e.annotator}/{e.role}",
+                                 f"{e.field}: {json.dumps(e.old)} -> {json.dumps(e.new)}") for e in log)
+                or "(no changes)")
         elif cmd == "override":
             o = store.override_score(tid(args.trajectory_id), args.by, args.success, args.reason, score=args.score)
             _print(o.__dict__, args.json, f"{o.trajectory_id}: outcome set to success={o.success} by {o.actor}")

@@ -145,10 +145,13 @@ def publish_folder(target: Path, write: Callable[[Path], T], ours: Callable[[Pat
             new one (hard links where the filesystem allows, else copies).
 
     Raises:
-        OSError: the folder could not be written (``target`` is unchanged; the half-built folder is gone).
+        OSError: the folder could not be written, or ``target`` is a symbolic link (``target`` is unchanged; the
+            half-built folder is gone).
     """
-    if target.is_symlink() and target.is_dir():
-        target = Path(os.path.realpath(target))  # the folder the link names is rewritten; the link stays
+    if target.is_symlink():
+        # Never through a link: the folder it names may be anyone's (a library, a home folder), and swapping the link
+        # itself would leave that folder's files behind. The caller names the folder it means.
+        raise OSError(errno.ELOOP, "is a symbolic link; a folder is never written through one", str(target))
     clean_leftovers(target)
     tmp = _temp(target, "tmp")
     _remove(tmp)

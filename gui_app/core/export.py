@@ -15,22 +15,28 @@ Formats:
 Every output appears whole or not at all (:mod:`gui_app.core.atomic`): a file is written under a temporary name and
 renamed over the old one; a folder (``hf``, ``--split-by-task``) is built beside the old one and swapped with it, so
 a killed export leaves the previous one in place. CSV text cells that a spreadsheet would run as a formula (starting
-with ``= + - @``, a tab or a carriage return) are written with a leading ``'``, as OWASP advises against CSV
-injection; :func:`import_labels` takes it off again.
+with ``= + - @`` or their full-width forms, after blanks or not, or with a tab or a line break) are written with a
+leading ``'``, as OWASP advises against CSV injection; :func:`import_labels` takes it off again.
 :func:`import_labels` reads CSV / JSONL / Parquet back (the columns above, or the AgentDebug / Who&When names),
 so every tabular export round-trips.
 """
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
+import os
 import re
+import stat
+import sys
+import tempfile
 import zlib
-from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -62,13 +68,19 @@ SFT_PROMPT = ("<video>Task instruction: {instruction}\n"
               "where the execution deviates.")
 
 Progress = Callable[[int], None]
+T = TypeVar("T")
 
 # A CSV cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV Injection"): written with a
-# leading apostrophe. A cell starting with an apostrophe and then one of these (or another apostrophe) gets one too,
-# so that reading the file back (:func:`restore_csv_cell`) is exact.
-FORMULA_CHARS = "=+-@\t\r"
-_NEUTRALISE = re.compile(r"^(?:[=+\-@\t\r]|'[=+\-@\t\r'])")
-_RESTORE = re.compile(r"^'[=+\-@\t\r']")
+# leading apostrophe. So is one starting with a line break or a tab (a spreadsheet that splits or trims it sees what
+# follows), and one whose first character after blanks is a formula character, ASCII or full-width (Excel and
+# LibreOffice read ``＝1+1`` and `` =1+1`` as formulas). A cell starting with an apostrophe and then any of these (or
+# another apostrophe) gets one too, so that reading the file back (:func:`restore_csv_cell`) is exact. The blanks are
+# spelled out rather than ``\s``: the pattern runs in polars (Rust) on export and in Python on import, whose ``\s``
+# differ.
+FORMULA_CHARS = "=+-@\uff1d\uff0b\uff0d\uff20\t\r\n"
+_BLANKS = " \t\n\r\f\v\u00a0\u3000"
+_FORMULA = f"[{_BLANKS}]*[=+\\-@\uff1d\uff0b\uff0d\uff20]|[\t\r\n]"
+_NEUTRALISE = re.compile(f"(?:{_FORMULA}|'(?:{_FORMULA}|'))")  # anchored by .match (polars: "^" added)
 
 
 class ExportError(RollscopeError):
@@ -85,8 +97,9 @@ def neutralise_csv_cell(text: str) -> str:
 
 
 def restore_csv_cell(text: str) -> str:
-    """The text :func:`neutralise_csv_cell` was given."""
-    return text[1:] if _RESTORE.match(text) else text
+    """The text :func:`neutralise_csv_cell` was given: the leading apostrophe is taken off only where the export
+    put it, that is where the rest would have been given one (``'=1`` reads as ``=1``; ``'tis`` stays ``'tis``)."""
+    return text[1:] if text[:1] == "'" and _NEUTRALISE.match(text, 1) else text
 
 
 @dataclass
@@ -294,7 +307,7 @@ def _write_table(df: pl.DataFrame, path: Path, fmt: str) -> None:
             pl.Series(c, [None if v is None else json.dumps(v, ensure_ascii=False) for v in df[c].to_list()],
                       dtype=pl.Utf8) for c in nested])
         text = [c for c, t in flat.schema.items() if t == pl.Utf8]
-        flat = flat.with_columns([pl.when(pl.col(c).str.contains(_NEUTRALISE.pattern))
+        flat = flat.with_columns([pl.when(pl.col(c).str.contains("^" + _NEUTRALISE.pattern))
                                   .then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c) for c in text])
         # Every text cell quoted too (OWASP's other half): a cell never splits into a new one starting with '='.
         flat.write_csv(path, quote_style="non_numeric")
@@ -311,21 +324,94 @@ def _write_jsonl(records: Iterable[dict[str, Any]], path: Path) -> int:
     return n
 
 
-def check_out(out: str | Path, folder: bool) -> Path:
+# --out names that mean this process's own output: written to as a stream, never renamed over (renaming over
+# /dev/stdout would replace the system's link, or the file the shell redirected to).
+STREAMS = {"/dev/stdout": 1, "/dev/stderr": 2, "/dev/fd/1": 1, "/dev/fd/2": 2, "/proc/self/fd/1": 1,
+           "/proc/self/fd/2": 2}
+LIBRARY_DIR = ".rollscope"  # a library's own folder: its label store, catalog and caches
+_SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def stream_fd(out: str | Path) -> int | None:
+    """The file descriptor ``out`` names when it is one of :data:`STREAMS` (``/dev/stdout``...), else None."""
+    text = str(out)
+    return STREAMS.get(os.path.normpath(text)) if text.startswith("/") else None
+
+
+def protected_files(store: Any = None, catalog: Any = None) -> list[Path]:
+    """The files an export must never replace: the SQLite store's and the catalog's (each a path, or the open
+    store / catalog), with their ``-wal``, ``-shm`` and ``-journal`` files, resolved (a link or another spelling of
+    the path names the same file). A server store has no file."""
+    out = []
+    for db in (store if isinstance(store, (str, Path)) else getattr(store, "path", None),
+               catalog if isinstance(catalog, (str, Path)) else getattr(catalog, "db_path", None)):
+        if db is not None and not str(db).startswith(("postgresql://", "postgres://")):
+            out += [Path(os.path.realpath(f"{db}{side}")) for side in _SQLITE_SIDE_FILES]
+    return out
+
+
+def check_out(out: str | Path, folder: bool, fmt: str | None = None, *, force: bool = False,
+              protect: Iterable[Path] = ()) -> Path:
     """The output path, checked before any work is done, or an :class:`ExportError` saying what is wrong with it.
+
+    An export replaces what is at its path, so it goes only where an export belongs: never inside a library's
+    ``.rollscope`` folder, over the label store or the catalog (``protect``, see :func:`protected_files`) or a
+    folder holding them, nor over anything but a regular file or folder (a device, a FIFO, a socket); and over an
+    existing file or folder only when it is an export of the same format, unless ``force`` (which still never
+    allows the rest). A folder export never writes through a symbolic link. :data:`STREAMS` are written to.
 
     Args:
         out: where the export goes.
         folder: whether the export writes a folder (``hf``, ``--split-by-task``) rather than one file.
+        fmt: the export's format (None: what is at ``out`` is not checked against one).
+        force: replace an existing file or folder that is not an export of ``fmt``.
+        protect: resolved paths of files that are never replaced.
     """
     if not str(out).strip():
         raise ExportError("", "--out is empty: give a file (a folder for --format hf or --split-by-task)")
     path = Path(out)
-    if folder and path.exists() and not path.is_dir():
-        raise ExportError(path, "is a file, but this export writes a folder (--format hf or --split-by-task); "
-                                "give a folder path")
-    if not folder and path.is_dir():
-        raise ExportError(path, "is a folder; give a file path (folders are for --format hf and --split-by-task)")
+    if stream_fd(out) is not None:
+        if folder:
+            raise ExportError(path, "is a stream, and this export writes a folder (--format hf or --split-by-task); "
+                                    "give a folder path")
+        return path
+    real = Path(os.path.realpath(path))
+    if LIBRARY_DIR in Path(os.path.abspath(path)).parts or LIBRARY_DIR in real.parts:
+        raise ExportError(path, f"is inside a library's {LIBRARY_DIR} folder, which holds its label store and "
+                                "catalog; nothing was written: export somewhere else")
+    for keep in protect:
+        if real == keep:
+            raise ExportError(path, f"is {_what(keep)}; an export never replaces it: nothing was written")
+        if folder and real in keep.parents:
+            raise ExportError(path, f"holds {_what(keep)} ({keep}), and a folder export replaces the whole folder; "
+                                    "nothing was written")
+    if os.path.lexists(path):
+        if folder and path.is_symlink():
+            raise ExportError(path, f"is a symbolic link (to {real}); a folder export never writes through a link: "
+                                    "give the folder itself, or remove the link")
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            st = None  # a link to nothing: the export replaces the link, nothing is written through it
+        except OSError as exc:
+            raise ExportError(path, f"cannot be written: {exc.strerror or exc}") from exc
+        if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            raise ExportError(path, f"is not a regular file ({_kind(st.st_mode)}); an export never replaces one "
+                                    "(to print an export, use --out /dev/stdout)")
+        if st is not None and folder and not stat.S_ISDIR(st.st_mode):
+            raise ExportError(path, "is a file, but this export writes a folder (--format hf or --split-by-task); "
+                                    "give a folder path")
+        if st is not None and not folder and stat.S_ISDIR(st.st_mode):
+            raise ExportError(path, "is a folder; give a file path (folders are for --format hf and "
+                                    "--split-by-task)")
+        if st is not None and folder and (real / LIBRARY_DIR).exists():
+            raise ExportError(path, f"is a library (it holds {LIBRARY_DIR}/), and a folder export replaces the whole "
+                                    "folder; nothing was written: export somewhere else")
+        if st is not None and fmt is not None and not force:
+            why = _not_export(real, fmt, folder)
+            if why:
+                raise ExportError(path, f"exists and is not {_a(fmt)} export ({why}); nothing was written: give "
+                                        "another path, or --force to replace it")
     for parent in path.absolute().parents:
         if parent.exists():
             if not parent.is_dir():
@@ -334,6 +420,102 @@ def check_out(out: str | Path, folder: bool) -> Path:
     with _writing(path):
         path.absolute().parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _what(path: Path) -> str:
+    name = path.name
+    for side in _SQLITE_SIDE_FILES[1:]:
+        if name.endswith(side):
+            return f"a file of the SQLite database {name[:-len(side)]}"
+    return "the label store or the catalog (an SQLite database)"
+
+
+def _a(fmt: str) -> str:
+    return f"an {fmt}" if fmt in ("hf", "sft") else f"a {fmt}"
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file or a folder"
+
+
+# What the first record of each JSON Lines export holds, to tell it from any other JSON Lines file (a trajectory).
+_JSONL_KEYS = {"jsonl": ("trajectory_id", "annotator"), "sft": ("id", "messages"), "whowhen": ("question_ID",)}
+_SNIFF_BYTES = 1 << 20
+
+
+def _not_export(path: Path, fmt: str, folder: bool) -> str | None:
+    """Why the existing file or folder ``path`` is not an export of ``fmt`` (None: it is one, or it is empty, so
+    replacing it loses nothing)."""
+    if folder:
+        names = [p for p in path.rglob("*") if not p.is_dir()]
+        if not names:
+            return None
+        if fmt == "hf":
+            card = path / "README.md"
+            try:
+                if card.is_file() and "rollscope" in card.read_text(encoding="utf-8", errors="replace").lower():
+                    return None
+            except OSError as exc:
+                return f"its README.md cannot be read: {exc.strerror or exc}"
+            return "no Rollscope dataset card (README.md)"
+        ext = fmt if fmt in TABULAR else "jsonl"
+        split_files = {f"train.{ext}", f"test.{ext}"}
+        if any(p.parent == path and p.name in split_files for p in names):
+            return None
+        return f"it holds no train.{ext} or test.{ext}"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError as exc:
+        return f"it cannot be read: {exc.strerror or exc}"
+    if not head:
+        return None
+    if fmt == "parquet":
+        return None if head.startswith(b"PAR1") else "no Parquet header"
+    if b"\0" in head:
+        return "binary data"
+    first, _sep, _rest = head.partition(b"\n")
+    text = first.decode("utf-8", errors="replace").lstrip("\ufeff")
+    if fmt == "csv":
+        import csv
+
+        try:
+            header = next(csv.reader([text]), [])
+        except csv.Error:
+            header = []
+        return None if header[:1] == ["trajectory_id"] else "its header does not start with trajectory_id"
+    if not _sep and len(head) == _SNIFF_BYTES:
+        return None if text.lstrip().startswith("{") else "not JSON Lines"  # a first record over 1 MiB
+    try:
+        row = json.loads(text)
+    except ValueError:
+        return "its first line is not a JSON object"
+    if not isinstance(row, dict) or not all(k in row for k in _JSONL_KEYS.get(fmt, ())):
+        return f"its first record has no {' / '.join(_JSONL_KEYS.get(fmt, ()))}"
+    return None
+
+
+def _publish_file(out: Path, write: Callable[[Path], T]) -> T:
+    """Write the file export ``out``: published whole (:func:`gui_app.core.atomic.publish_file`), or written to
+    the stream it names (:data:`STREAMS`) once it is complete."""
+    fd = stream_fd(out)
+    if fd is None:
+        return publish_file(out, write)
+    with tempfile.TemporaryDirectory(prefix="rollscope-export-") as folder:
+        tmp = Path(folder) / "export"
+        result = write(tmp)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # what was printed before comes before the export
+        with open(tmp, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+    return result
 
 
 @contextmanager
@@ -512,7 +694,8 @@ def _write_hf(df: pl.DataFrame, out: Path, split_by_task: bool) -> tuple[list[st
 
 def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, catalog: Any = None,
            filters: ExportFilter | None = None, split_by_task: bool = False, test_fraction: float = 0.2,
-           loader: Callable[[Any], Any] | None = None, progress: Progress | None = None) -> ExportResult:
+           loader: Callable[[Any], Any] | None = None, progress: Progress | None = None,
+           force: bool = False) -> ExportResult:
     """Export the store's records.
 
     Args:
@@ -527,16 +710,19 @@ def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, cat
         test_fraction: share of tasks that go to the test split.
         loader: ``row -> Trajectory`` for sft/whowhen (default: ``formats.load(row.key)``).
         progress: called with the number of records processed since the last call.
+        force: replace a file or folder at ``out`` that is not an export of ``fmt`` (see :func:`check_out`: the
+            store, the catalog, ``.rollscope`` and devices are never replaced).
 
     Raises:
         AnnotationError: unknown format.
-        ExportError: ``out`` cannot be written (empty, a folder where a file goes or the reverse, under a file,
-            read-only...); whatever was at ``out`` is unchanged.
+        ExportError: ``out`` cannot or must not be written (empty, a folder where a file goes or the reverse, under
+            a file, read-only, the label store, a device, a file that is not an export...); whatever was at ``out``
+            is unchanged.
     """
     if fmt not in FORMATS:
         raise AnnotationError("", "format", f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")
     filters = filters or ExportFilter()
-    out = check_out(out, folder=fmt == "hf" or split_by_task)
+    out = check_out(out, fmt == "hf" or split_by_task, fmt, force=force, protect=protected_files(store, catalog))
     cat = catalog_index(catalog)
 
     if fmt in TABULAR or fmt == "hf":
@@ -556,7 +742,7 @@ def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, cat
             return ExportResult(fmt, [str(out / r) for r in rel], df.height, counts)
         if not split_by_task:
             with _writing(out):
-                publish_file(out, lambda tmp: _write_table(df, tmp, fmt))
+                _publish_file(out, lambda tmp: _write_table(df, tmp, fmt))
             return ExportResult(fmt, [str(out)], df.height)
 
         def table_writer(part: pl.DataFrame) -> Callable[[Path], int]:
@@ -602,7 +788,7 @@ def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, cat
         records.setdefault(split_of(a) if split_by_task else "all", []).append(rec)
     if not split_by_task:
         with _writing(out):
-            n = publish_file(out, lambda tmp: _write_jsonl(records.get("all", []), tmp))
+            n = _publish_file(out, lambda tmp: _write_jsonl(records.get("all", []), tmp))
         return ExportResult(fmt, [str(out)], n, skipped=skipped, warnings=warnings)
 
     def jsonl_writer(split: str) -> Callable[[Path], int]:
@@ -634,40 +820,61 @@ VERDICT_WORDS = {"success": "success", "correct": "success", "true": "success", 
                  "no": "failure", "unsure": "unsure", "unknown": "unsure"}
 
 
+# Rows an import reads and writes at a time: memory stays at one chunk of records, whatever the file's size.
+IMPORT_CHUNK = 5000
+# Notes and skipped rows an import keeps word for word (the rest are counted): a file of a million rows naming
+# trajectories the catalog does not know must not print a million lines.
+IMPORT_SHOWN = 20
+
+
 @dataclass
 class ImportResult:
-    """What an import changed."""
+    """What an import changed.
+
+    ``skipped`` and ``notes`` hold the first :data:`IMPORT_SHOWN` lines of each; ``skipped_total`` and
+    ``notes_total`` count them all."""
 
     path: str
     records: int
     changes: int
-    skipped: list[str] = field(default_factory=list)  # why each record not imported was left out
-    notes: list[str] = field(default_factory=list)  # what was imported but deserves a look
+    skipped: list[str] = field(default_factory=list)  # why a record was not imported (the first ones)
+    notes: list[str] = field(default_factory=list)  # what was imported but deserves a look (the first ones)
+    skipped_total: int = 0
+    notes_total: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "records": self.records, "changes": self.changes, "skipped": self.skipped,
-                "notes": self.notes}
+                "skipped_total": self.skipped_total, "notes": self.notes, "notes_total": self.notes_total}
 
 
-def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line or row number, row) pairs; CSV values stay text, JSONL/Parquet keep their types."""
+IMPORT_SUFFIXES = (".parquet", ".csv", ".jsonl", ".ndjson", ".json")
+
+
+def _check_import_file(path: Path) -> None:
     suffix = path.suffix.lower()
-    if suffix not in (".parquet", ".csv", ".jsonl", ".ndjson", ".json"):
+    if suffix not in IMPORT_SUFFIXES:
         raise AnnotationError("", "(file)", f"unsupported file type {suffix!r} (use .csv, .jsonl or .parquet)",
                               str(path))
     if not path.is_file():
         raise AnnotationError("", "(file)", "no such file", str(path))
+
+
+def _iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line or row number, row) pairs, read as they are needed; CSV values stay text (the formula apostrophes of
+    our exports taken off), JSONL/Parquet keep their types."""
+    suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
-            return [(i + 1, r) for i, r in enumerate(pl.read_parquet(path).to_dicts())]
-        if suffix == ".csv":
-            df = pl.read_csv(path, infer_schema=False)  # everything as text; we parse with our own errors
-            # Undo the formula neutralisation of our own CSV exports (see FORMULA_CHARS).
-            df = df.with_columns([pl.when(pl.col(c).str.contains(_RESTORE.pattern)).then(pl.col(c).str.slice(1))
-                                  .otherwise(pl.col(c)).alias(c) for c in df.columns])
-            return [(i + 2, r) for i, r in enumerate(df.to_dicts())]  # line 1 is the header
-        if suffix in (".jsonl", ".ndjson", ".json"):
-            out = []
+            # Parquet is read whole (compressed columns, a fraction of the rows' size in Python) and turned into
+            # rows a chunk at a time.
+            n = 0
+            for part in pl.read_parquet(path).iter_slices(IMPORT_CHUNK):
+                for row in part.to_dicts():
+                    n += 1
+                    yield n, row
+        elif suffix == ".csv":
+            yield from _iter_csv(path)
+        else:
             with path.open(encoding="utf-8") as fh:
                 for n, line in enumerate(fh, start=1):
                     if not line.strip():
@@ -678,16 +885,64 @@ def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
                         raise AnnotationError("", "(line)", exc.reason, str(path), n) from None
                     if not isinstance(row, dict):
                         raise AnnotationError("", "(line)", "expected a JSON object", str(path), n)
-                    out.append((n, row))
-            return out
+                    yield n, row
     except OSError as exc:
         raise AnnotationError("", "(file)", f"cannot read: {exc.strerror or exc}", str(path)) from exc
-    except (pl.exceptions.PolarsError, UnicodeDecodeError) as exc:
+    except pl.exceptions.PolarsError as exc:
         raise AnnotationError("", "(file)", f"cannot parse as {suffix[1:]}: {exc}", str(path)) from exc
-    raise AnnotationError("", "(file)", f"unsupported file type {suffix!r} (use .csv, .jsonl or .parquet)", str(path))
+    except UnicodeDecodeError as exc:
+        raise AnnotationError("", "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}", str(path)) from exc
+
+
+# A CSV cell may hold a long text (evidence, notes): the csv module's default limit is 128 KiB.
+_CSV_FIELD_LIMIT = 1 << 26
+
+
+def _iter_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows of a CSV file with the line each starts on (a quoted cell may span lines); a malformed row is an
+    :class:`AnnotationError` naming its line, and the column when the row has too few or too many cells."""
+    import csv
+
+    csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
+    src = str(path)
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, strict=True)
+        start = 1
+
+        def parse_error(exc: Exception) -> AnnotationError:
+            return AnnotationError("", "(line)", f"cannot parse as CSV: {exc}", src, start)
+
+        try:
+            header = next(reader, None)
+        except csv.Error as exc:
+            raise parse_error(exc) from None
+        if header is None:
+            return
+        twice = sorted({h for h in header if header.count(h) > 1})
+        if twice:
+            raise AnnotationError("", twice[0], "column named twice in the header", src, 1)
+        width = len(header)
+        while True:
+            start = reader.line_num + 1
+            try:
+                cells = next(reader, None)
+            except csv.Error as exc:
+                raise parse_error(exc) from None
+            if cells is None:
+                return
+            if not cells:
+                continue  # a blank line
+            if len(cells) != width:
+                column = header[len(cells)] if len(cells) < width else f"(cell {width + 1})"
+                raise AnnotationError("", column if len(cells) < width else "(line)",
+                                      f"{len(cells)} cells where the header has {width} columns"
+                                      + ("" if len(cells) < width else f"; an extra {column}"), src, start)
+            yield start, {h: (restore_csv_cell(c) if c else None) for h, c in zip(header, cells)}
 
 
 def _maybe_json(v: Any) -> Any:
+    if v == "[]":
+        return []  # most rows' cascading and step comments: no parse for them
     if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
         try:
             return parse_json(v)
@@ -696,18 +951,27 @@ def _maybe_json(v: Any) -> Any:
     return v
 
 
+@functools.lru_cache(maxsize=256)
+def _columns(keys: tuple[str, ...]) -> dict[str, str]:
+    """``{field: the column holding it}`` for a row with these columns (the first of its :data:`ALIASES` present).
+
+    Rows of one file share their columns: worked out once per file, not once per row and field."""
+    have = set(keys)
+    return {name: next(a for a in aliases if a in have) for name, aliases in ALIASES.items()
+            if any(a in have for a in aliases)}
+
+
 def row_to_annotation(row: dict[str, Any], annotator: str, base: Annotation | None, source: str,
                       line: int) -> Annotation:
     """Build the record a row describes, starting from ``base`` (columns absent from the file stay as they are)."""
     def col(name: str) -> tuple[bool, Any]:
-        for alias in ALIASES[name]:
-            if alias in row:
-                return True, row[alias]
-        return False, None
+        alias = columns.get(name)
+        return (False, None) if alias is None else (True, row[alias])
 
     dev = row.get("deviation")
     if isinstance(dev, dict) and not any(k in row for k in ALIASES["root_cause_step"]):
         row = {**row, "root_cause_step": dev.get("step")}  # an ExeVRM-style (sft) record
+    columns = _columns(tuple(row))
     has, tid = col("trajectory_id")
     if not has or tid in (None, ""):
         raise AnnotationError("", "trajectory_id", "missing (columns: trajectory_id or id)", source, line)
@@ -720,9 +984,9 @@ def row_to_annotation(row: dict[str, Any], annotator: str, base: Annotation | No
         return AnnotationError(tid, name, reason, source, line)
 
     for name in SCALAR_FIELDS:
-        has, v = col(name)
-        if not has:
+        if name not in columns:
             continue
+        v = row[columns[name]]
         if isinstance(v, str) and v.strip() == "":
             v = None
         if name == "verdict" and v is not None:
@@ -779,8 +1043,13 @@ def row_to_annotation(row: dict[str, Any], annotator: str, base: Annotation | No
 def row_fields(row: dict[str, Any]) -> frozenset[str]:
     """The record fields a row of a labels file sets (its columns, by any of their :data:`ALIASES`): what an import
     writes; every other field of the stored record stays as it is."""
-    found = {name for name, aliases in ALIASES.items() if name != "trajectory_id" and any(a in row for a in aliases)}
-    if isinstance(row.get("deviation"), dict):
+    return _fields(tuple(row), isinstance(row.get("deviation"), dict))
+
+
+@functools.lru_cache(maxsize=256)
+def _fields(keys: tuple[str, ...], deviation: bool) -> frozenset[str]:
+    found = set(_columns(keys)) - {"trajectory_id"}
+    if deviation:
         found.add("root_cause_step")  # an ExeVRM-style (sft) record
     return frozenset(found)
 
@@ -789,11 +1058,11 @@ def import_labels(path: str | Path, store: AnnotationStore, annotator: str,
                   progress: Progress | None = None, catalog: Any = None) -> ImportResult:
     """Read labels from CSV / JSONL / Parquet into ``store`` under ``annotator``.
 
-    The whole file is parsed and checked first; nothing is written if any row is bad (the error names the file,
-    the line and the field). Then every row is merged into the store in one transaction
-    (:meth:`~gui_app.core.store.AnnotationStore.merge`): only the columns the file has are written, each against
-    the stored record as it is at that moment, so an edit made while the file was read is never reverted, and a
-    killed import changes nothing.
+    The file is read as it is written, :data:`IMPORT_CHUNK` rows at a time, inside one write transaction
+    (:meth:`~gui_app.core.store.AnnotationStore.merge`): memory stays bounded whatever the file's size, and a bad
+    row anywhere (the error names the file, the line and the field), a row listed twice or a killed import leaves
+    the store as it was. Only the columns the file has are written, each against the stored record as it is when
+    it is written, so an edit made before the import took the store is never reverted.
 
     With the library's ``catalog``, each row's trajectory may be named by its library key, its path or its own
     id (:func:`gui_app.core.identity.resolve`): labels are stored under the library key. A row whose id several
@@ -803,32 +1072,58 @@ def import_labels(path: str | Path, store: AnnotationStore, annotator: str,
     Raises:
         AnnotationError: unreadable file, bad value or a trajectory listed twice.
     """
-    from gui_app.core.identity import AmbiguousIdError, resolve
+    from gui_app.core.identity import AmbiguousIdError, lookup
 
     if not annotator:
         raise AnnotationError("", "annotator", "an import needs --annotator NAME")
     path = Path(path)
-    rows = _read_rows(path)
-    seen: dict[str, int] = {}
-    records: list[tuple[Annotation, frozenset[str]]] = []
-    skipped: list[str] = []
-    notes: list[str] = []
-    for line, row in rows:
-        a = row_to_annotation(row, annotator, None, str(path), line)
-        tid = a.trajectory_id
-        if catalog is not None:
-            try:
-                tid = resolve(a.trajectory_id, catalog)
-            except AmbiguousIdError as exc:
-                if exc.refs:
-                    skipped.append(f"{path}:{line}: field 'trajectory_id': {exc}")
+    _check_import_file(path)
+    find = lookup(catalog)
+    src = str(path)
+    result = ImportResult(src, 0, 0)
+
+    def patches() -> Iterator[tuple[Annotation, frozenset[str]]]:
+        result.records, result.skipped, result.notes, result.skipped_total, result.notes_total = 0, [], [], 0, 0
+        seen: dict[str, int] = {}
+        for line, row in _iter_rows(path):
+            a = row_to_annotation(row, annotator, None, src, line)
+            tid, refs = find(a.trajectory_id)
+            if tid is None:  # the text of a note is built only for the first ones, those shown
+                if refs:
+                    result.skipped_total += 1
+                    if len(result.skipped) < IMPORT_SHOWN:
+                        result.skipped.append(f"{src}:{line}: field 'trajectory_id': "
+                                              f"{AmbiguousIdError(a.trajectory_id, refs)}")
                     continue
-                notes.append(f"{path}:{line}: field 'trajectory_id': {exc}; imported under that name")
-        if tid in seen:
-            raise AnnotationError(tid, "trajectory_id",
-                                  f"listed twice (also at {seen[tid]}); one record per trajectory", str(path), line)
-        seen[tid] = line
-        a.trajectory_id = tid
-        records.append((a, row_fields(row)))
-    changes = store.merge(records, actor=annotator, progress=progress)
-    return ImportResult(str(path), len(records), changes, skipped, notes)
+                result.notes_total += 1
+                if len(result.notes) < IMPORT_SHOWN:
+                    result.notes.append(f"{src}:{line}: field 'trajectory_id': "
+                                        f"{AmbiguousIdError(a.trajectory_id, [])}; imported under that name")
+                tid = a.trajectory_id
+            if tid in seen:
+                raise AnnotationError(tid, "trajectory_id",
+                                      f"listed twice (also at {seen[tid]}); one record per trajectory", src, line)
+            seen[tid] = line
+            a.trajectory_id = tid
+            result.records += 1
+            yield a, row_fields(row)
+
+    with _collector_paused():
+        result.changes = store.merge(patches, actor=annotator, progress=progress)
+    return result
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector for the duration (restored after, as it was).
+
+    An import of a million rows allocates tens of millions of short-lived objects, none of them in a reference cycle
+    (rows, records, audit tuples); each allocation burst makes the collector walk every young object again, about a
+    fifth of the import's time. Reference counting still frees them all as they go."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -22,6 +22,7 @@ unambiguous in the catalog and reports the others (``rollscope labels rekey`` mo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,6 +87,38 @@ def resolve(ident: str, catalog: Catalog | None) -> str:
     if len(rows) == 1:
         return rows[0].ref
     raise AmbiguousIdError(ident, sorted(r.ref for r in rows))
+
+
+def lookup(catalog: Catalog | None) -> Callable[[str], tuple[str | None, list[str]]]:
+    """:func:`resolve` for many identifiers at once (an import of a million rows): the catalog is read once into
+    memory, then each identifier costs a dictionary look-up instead of up to three queries, and an identifier that
+    resolves to no single trajectory costs no exception.
+
+    Returns:
+        ``ident -> (key, [])`` with the answer :func:`resolve` gives, or ``(None, keys)`` where it raises
+        :class:`AmbiguousIdError` (``keys``: the trajectories sharing the id; empty when none has it).
+    """
+    if catalog is None:
+        return lambda ident: (ident, [])
+    by_key: dict[str, str] = {}
+    by_ref: dict[str, str] = {}
+    by_id: dict[str, list[str]] = {}
+    for row in catalog.query(limit=None):  # the rows find() searches: key, then library key, then own id
+        by_key[row.key] = row.ref
+        if row.ref is not None:
+            by_ref.setdefault(row.ref, row.ref)
+        by_id.setdefault(str(row.id), []).append(row.ref)
+    none: list[str] = []
+
+    def find(ident: str) -> tuple[str | None, list[str]]:
+        ident = str(ident)
+        key = by_key.get(ident) or by_ref.get(ident)
+        if key is not None:
+            return key, none
+        refs = by_id.get(ident, none)
+        return (refs[0], none) if len(refs) == 1 else (None, sorted(refs))
+
+    return find
 
 
 @dataclass

@@ -4,7 +4,8 @@
 annotator, adjudicated only, taxonomy label, human verdict, split by task). :func:`export_task` is what the worker
 runs: the core's :func:`gui_app.core.export.export` over the open library's store, joined with its catalog, with
 the store's record count as the progress total. :class:`ExportController` submits it through the runner and reports
-what was written.
+what was written, or why nothing was (an output path that is the label store, a device or a file that is not an
+export is refused by the core, and the refusal is shown like any other error).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QStandardPaths, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
                                QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
 
@@ -46,6 +47,7 @@ class ExportRequest:
     split_by_task: bool = False
     test_fraction: float = 0.2
     join_catalog: bool = True
+    force: bool = False  # replace a file that is not an export (never the store, the catalog or a device)
 
     @property
     def writes_folder(self) -> bool:
@@ -68,7 +70,7 @@ def export_task(store: AnnotationStore, catalog: Catalog | None, request: Export
 
     result = export(store, request.out, request.fmt, catalog=catalog if request.join_catalog else None,
                     filters=request.filters, split_by_task=request.split_by_task,
-                    test_fraction=request.test_fraction, progress=progress)
+                    test_fraction=request.test_fraction, progress=progress, force=request.force)
     rep.progress(total, total, f"wrote {result.rows} rows")
     return result
 
@@ -169,18 +171,32 @@ class ExportDialog(QDialog):
             self.out.setText(path)
 
 
+def documents_folder() -> Path:
+    """The user's documents folder (their home when there is none): where a first export goes."""
+    found = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    return Path(found) if found and Path(found).is_dir() else Path.home()
+
+
 class ExportController(QObject):
     """Runs exports of the session's library in a worker and says what they wrote.
 
+    The dialog starts in the folder the last export went to (:attr:`last_folder`, kept in the settings), else in
+    the user's documents folder: never inside the library, where an export would sit among the runs (the demo left a
+    ``labels.parquet`` in the checkout).
+
     Signals:
         exported(object): the :class:`~gui_app.core.export.ExportResult` of an export that finished.
+        folder_used(str): an export was written into this folder (the next one starts there).
     """
 
     exported = Signal(object)
+    folder_used = Signal(str)
 
-    def __init__(self, runner: Runner, session: Session, notifier: Notifier, parent: QObject | None = None):
+    def __init__(self, runner: Runner, session: Session, notifier: Notifier, parent: QObject | None = None,
+                 last_folder: str = ""):
         super().__init__(parent)
         self.runner, self.session, self.notifier = runner, session, notifier
+        self.last_folder = last_folder
         self.job: Job | None = None
 
     def annotators(self) -> list[str]:
@@ -192,15 +208,24 @@ class ExportController(QObject):
         except RollscopeError:
             return []
 
-    def ask(self, parent: QWidget) -> Job | None:
-        """File → Export…: the dialog, then the export it asks for (in a worker)."""
+    def start_folder(self) -> Path:
+        """Where the export dialog starts: the last export's folder while it exists, else the documents folder."""
+        last = Path(self.last_folder) if self.last_folder else None
+        return last if last is not None and last.is_dir() else documents_folder()
+
+    def dialog(self, parent: QWidget | None = None) -> ExportDialog | None:
+        """The export dialog for the open library, starting in :meth:`start_folder` (None, and said why, when no
+        library with labels is open)."""
         library = self.session.library
         if library is None or library.store is None:
             self.notifier.info("Open a folder with labels first (Ctrl+O)")
             return None
-        start = library.root if library.root.is_dir() else library.root.parent
-        dialog = ExportDialog(self.annotators(), start, parent)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
+        return ExportDialog(self.annotators(), self.start_folder(), parent)
+
+    def ask(self, parent: QWidget) -> Job | None:
+        """File → Export…: the dialog, then the export it asks for (in a worker)."""
+        dialog = self.dialog(parent)
+        if dialog is None or dialog.exec() != QDialog.DialogCode.Accepted:
             return None
         return self.start(dialog.request())
 
@@ -214,16 +239,21 @@ class ExportController(QObject):
             self.notifier.info("An export is already running (Esc cancels it)")
             return None
         store, catalog = library.store, library.catalog
+        folder = str(request.out.expanduser().resolve().parent)
         job = self.runner.submit(f"Exporting {request.fmt} to {request.out}",
                                  lambda rep: export_task(store, catalog, request, rep),
-                                 on_result=self._done, on_cancelled=lambda _r: self.notifier.info(
+                                 on_result=lambda result: self._done(result, folder),
+                                 on_cancelled=lambda _r: self.notifier.info(
                                      "Export cancelled: nothing was written"), start=False)
         job.finished.connect(lambda: setattr(self, "job", None))
         self.job = job
         self.runner.start(job)
         return job
 
-    def _done(self, result: ExportResult) -> None:
+    def _done(self, result: ExportResult, folder: str) -> None:
+        if folder != self.last_folder:  # written there: the next export starts there (a refused one does not)
+            self.last_folder = folder
+            self.folder_used.emit(folder)
         split = "" if not result.by_split else " (" + ", ".join(f"{k} {v}" for k, v in result.by_split.items()) + ")"
         skipped = f"; {result.skipped} without a success/failure verdict skipped" if result.skipped else ""
         text = f"Exported {result.rows} rows{split} as {result.format}: {', '.join(result.paths)}{skipped}"

@@ -400,3 +400,18 @@ def test_queues_of_an_old_store_get_their_items_and_slots(tmp_path):
     assert s.claim("q", "ann") == (0, "t1", "/l/t1", "ann")  # assigned up front: the first without a verdict
     assert s.claim("q", "carl") is None  # not an open queue: nothing to take
     s.close()
+
+
+def test_the_records_of_a_set_of_trajectories_are_one_read(store, monkeypatch):
+    """What the library shows of a page: the records of its rows' ids, with their collections, in one snapshot
+    (several IN lists when the ids are many); the same records as reading each id alone."""
+    for i in range(7):
+        for who in ("a", "b"):
+            store.save(Annotation(f"t{i}", who, verdict="failure", labels=[f"x:{i}"], cascading=[Cascade(i, who)],
+                                  step_comments={i: f"{who}{i}"}))
+    wanted = {"t1", "t4", "t6", "nowhere"}
+    expected = [a for tid in sorted(wanted) for a in store.annotations(tid)]
+    assert store.annotations_of(wanted) == expected and len(expected) == 6
+    monkeypatch.setattr(type(store), "_IDS_PER_QUERY", 2)
+    assert store.annotations_of(wanted) == expected
+    assert store.annotations_of([]) == []

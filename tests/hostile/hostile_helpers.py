@@ -14,9 +14,11 @@ NOBODY = 65534
 
 
 def rollscope(*argv: str, timeout: float = 120, user: int | None = None, **kw) -> subprocess.CompletedProcess:
-    """``python -m gui_app ARGV`` (the installed ``rollscope`` entry point's code), as ``user`` when given."""
-    return subprocess.run([*_as(user), sys.executable, "-m", "gui_app", *argv], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env=_env(), **kw)
+    """``python -m gui_app ARGV`` (the installed ``rollscope`` entry point's code), as ``user`` when given; stdout
+    and stderr are captured as text unless ``stdout`` / ``stderr`` say where they go."""
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    return subprocess.run([*_as(user), sys.executable, "-m", "gui_app", *argv], timeout=timeout, cwd=REPO,
+                          env=_env(), **{**streams, **kw})
 
 
 def spawn(*argv: str) -> subprocess.Popen:
