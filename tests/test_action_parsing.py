@@ -107,3 +107,9 @@ def test_move_then_drag_is_a_drag():
     p = parse_action("pyautogui.moveTo(x=0.328, y=0.4697)\npyautogui.dragTo(x=0.5025, y=0.6039, button='left')")
     assert (p.type, p.x, p.y) == ("drag", 0.5025, 0.6039)
     assert parse_action("pyautogui.moveTo(x=1, y=2)\npyautogui.click(x=3, y=4)").type == "move"
+
+
+def test_a_coordinate_beyond_a_floats_range_is_no_point():
+    # an ATIF tool call with coordinate [10**400, 5] once ended the whole load with an OverflowError
+    p = parse_action("left_click(x=1" + "0" * 400 + ", y=5)")
+    assert (p.x, p.y) == (None, None)

@@ -1,13 +1,21 @@
 """Parse an action written as text (pyautogui code, BrowserGym calls, free text) into type, point and text.
 
 Parsing is best effort: what cannot be parsed stays in ``Step.action`` with type ``other``.
+
+Actions come from files we did not write, so parsing them is bounded: an action longer than
+:data:`MAX_PARSED_CHARS` is read from its first words only (``ast.parse`` of 100 KB of nested operators raised
+MemoryError and failed the whole load; a real action is a few hundred characters), and Python's parser giving up on
+deep nesting (MemoryError, RecursionError: its own stack, not the machine's memory) means "not code", like a syntax
+error. Importers warn about the long ones (:func:`gui_app.core.formats.load`).
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 # One call on a line, with any dotted prefix (pyautogui., page.mouse., time.): name and argument source.
 _CALL = re.compile(r"(?:[A-Za-z_][A-Za-z_0-9]*\.)*([A-Za-z_][A-Za-z_0-9]*)\s*\((.*)\)\s*;?\s*$", re.S)
@@ -70,6 +78,10 @@ _TYPE_BY_NAME = {
 }
 
 _BARE = {"DONE": "done", "FAIL": "fail", "WAIT": "wait"}
+# The longest action parsed as code (characters); longer ones are read from their first words.
+MAX_PARSED_CHARS = 10_000
+# What Python's parser raises for input it cannot take, besides a syntax error: too deep for its stack.
+_UNPARSABLE = (SyntaxError, ValueError, MemoryError, RecursionError)
 
 # Leading words of free-text actions ("Click the OK button"), most specific first.
 _WORDS = (("double click", "double_click"), ("double-click", "double_click"), ("right click", "right_click"),
@@ -88,12 +100,15 @@ class ParsedAction:
 def _literal(node: ast.AST):
     try:
         return ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError):
+    except (*_UNPARSABLE, TypeError):
         return None
 
 
 def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A finite coordinate or amount: an int beyond a float's range (``10**400`` from a file) is not one."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return abs(v) < 1e300 if isinstance(v, int) else math.isfinite(v)
 
 
 def _call_name(call: ast.Call) -> str | None:
@@ -175,13 +190,22 @@ def parse_action(action: str) -> ParsedAction:
     ParsedAction(type='type', x=None, y=None, text='hello')
     """
     src = (action or "").strip()
+    if len(src) > MAX_PARSED_CHARS:
+        return _from_words(src)
+    return replace(_parse(src))  # a copy: the remembered answer is shared
+
+
+# Runs repeat their actions (a click on the same button, WAIT, scroll(-3)): each distinct one is parsed once. At most
+# 1,024 actions of at most MAX_PARSED_CHARS each are kept (10 MB).
+@lru_cache(maxsize=1024)
+def _parse(src: str) -> ParsedAction:
     if not src:
         return ParsedAction()
     if src.upper() in _BARE:
         return ParsedAction(_BARE[src.upper()])
     try:
         tree = ast.parse(src)
-    except (SyntaxError, ValueError):
+    except _UNPARSABLE:
         tree = None
     if tree is not None:
         first = None
@@ -211,7 +235,7 @@ def parse_action(action: str) -> ParsedAction:
                 continue
             try:
                 call = ast.parse(f"{m.group(1)}({m.group(2)})", mode="eval").body
-            except (SyntaxError, ValueError):
+            except _UNPARSABLE:
                 kind = _TYPE_BY_NAME.get(m.group(1).lower())
                 if kind:
                     return ParsedAction(kind)
@@ -219,7 +243,17 @@ def parse_action(action: str) -> ParsedAction:
             parsed = _from_call(call) if isinstance(call, ast.Call) else None
             if parsed is not None:
                 return parsed
-    low = src.lower()
+    return _from_words(src)
+
+
+def _from_words(src: str) -> ParsedAction:
+    """The kind of an action from its first words: the name of the call it opens with (``pyautogui.scroll(``), or
+    the verb of free text (``Click the OK button``); else ``other``."""
+    m = _OPEN.match(src[:256])
+    kind = _TYPE_BY_NAME.get(m.group(1).lower()) if m else None
+    if kind:
+        return ParsedAction(kind)
+    low = src[:32].lower()
     for word, kind in _WORDS:
         if low.startswith(word):
             return ParsedAction(kind)

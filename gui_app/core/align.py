@@ -43,6 +43,13 @@ trajectory (shown by ``inspect`` and the app) and in ``metadata['alignment']['lo
 the decoder skip B-frames and the deblocking filter (``fast``; the 64-pixel matching grid cannot see the
 difference); the answer is cached (:mod:`gui_app.core.cache`) under the recording's and the steps' identity,
 so opening the run again costs nothing. ``bench/osworld_align.py`` measures both.
+
+**Bounded by the run, not by its clock.** Nothing is sized by the stamps' span: the offset search runs over the
+recording's samples only, and a stamp far from the run's others (an unsynced VM stamping an action ten years early)
+is dropped with a warning naming the step and the field (:func:`drop_stray_stamps`). The (steps x samples) distances
+are kept under :data:`MAX_CELLS` by sampling the recording more sparsely for very long runs, each screenshot file is
+decoded once however many steps name it, and every pass over the steps is linear, so a run of 100,000 steps aligns
+in seconds (``bench/hostile_scale.py``).
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ from scipy.ndimage import minimum_filter1d
 
 from gui_app.core import cache
 from gui_app.core.errors import VideoError
+from gui_app.core.images import read_image
 from gui_app.core.timeline import spread
 from gui_app.core.trajectory import LOW_ALIGN_CONFIDENCE, Trajectory, VideoRef
 from gui_app.core.video import FrameSource
@@ -68,6 +76,9 @@ GRID_WIDTH = 64  # matching grid width; its height follows the recording's aspec
 # Frames compared at most (every k-th frame beyond): 20 minutes at 30 fps frame by frame. Only the (steps x
 # samples) distances are kept, 14 MB for 100 steps, not the frames' features.
 MAX_SAMPLES = 36_000
+# (steps x samples) distances kept at most (40 MB of float32): past it the recording is sampled more sparsely, so a
+# run of 100,000 steps compares 100 frames, not 36,000 (14 GB).
+MAX_CELLS = 10_000_000
 # The margin (in correlation) at which a match counts as unambiguous; confidence = 1 - exp(-margin / scale).
 _MARGIN_SCALE = 0.03
 # Distance (1 - correlation) at which a match is considered no match at all.
@@ -79,7 +90,7 @@ SAMPLE_FPS = 6.0
 # Steps whose alignment confidence is below this are flagged (warning, metadata, the app's step table).
 LOW_CONFIDENCE = LOW_ALIGN_CONFIDENCE
 # Bumped whenever the algorithm changes, so cached answers of an older one are not served.
-ALIGN_VERSION = 2
+ALIGN_VERSION = 3
 # A screenshot may still show its state this long after the next action began (that action's effect lags).
 _GRACE = 1.0
 # An offset this far (seconds) from the best is a different placement when measuring the fit's margin.
@@ -90,8 +101,14 @@ _BEFORE_FIRST = 60.0
 _NOISE = 0.0005
 # Samples in a row that must look more like a screenshot than the previous one for its screen to have begun.
 _RUN = 3
+_RUN_KERNEL = np.ones(_RUN, np.int32)
 # The fit's margin (summed distance of the best placement against the best other one) at which it is sure.
 _FIT_SCALE = 0.1
+# Stamps that fit in a window of twice the recording's length plus this many seconds are the run; any other stamp is
+# a wrong clock (the recording may start well before the first action and end well after the last).
+_STRAY_SLACK = 60.0
+# Steps listed by name in one warning; the rest are counted.
+_LISTED = 10
 
 
 def features(gray: np.ndarray) -> np.ndarray:
@@ -108,10 +125,51 @@ def _grid(width: int, height: int) -> tuple[int, int]:
 
 def screenshot_features(path: str | Path, grid: tuple[int, int]) -> np.ndarray | None:
     """Features of one screenshot file, or None when it cannot be read."""
-    img = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
-    if img is None:
+    try:
+        return _screenshot_features(path, grid)
+    except VideoError:
         return None
-    return features(cv2.resize(img, grid, interpolation=cv2.INTER_AREA))
+
+
+def _screenshot_features(path: str | Path, grid: tuple[int, int]) -> np.ndarray:
+    """Features of one screenshot file (decoded through :func:`gui_app.core.images.read_image`: measured from its
+    header first).
+
+    Raises:
+        VideoError: the file cannot be read, or declares a size too large to decode.
+    """
+    return features(cv2.resize(read_image(path, gray=True), grid, interpolation=cv2.INTER_AREA))
+
+
+def _step_features(traj: Trajectory, grid: tuple[int, int]) -> tuple[list[np.ndarray | None], list[str]]:
+    """Features of each step's screenshot (None without one), each file decoded once however many steps name it (by
+    path, size and mtime), and a warning per unreadable one (the first :data:`_LISTED`, then a count)."""
+    seen: dict[tuple[str, int, int], np.ndarray | VideoError] = {}
+    out: list[np.ndarray | None] = []
+    warnings: list[str] = []
+    unreadable = 0
+    for s in traj.steps:
+        got: np.ndarray | VideoError | None = None
+        if s.screenshot:
+            try:
+                st = os.stat(s.screenshot)
+                key = (s.screenshot, st.st_size, st.st_mtime_ns)
+                if key not in seen:
+                    seen[key] = _screenshot_features(s.screenshot, grid)
+                got = seen[key]
+            except VideoError as exc:
+                got = seen[key] = exc
+            except OSError as exc:
+                got = VideoError(s.screenshot, exc.strerror or str(exc))
+        if isinstance(got, VideoError):
+            unreadable += 1
+            if unreadable <= _LISTED:
+                warnings.append(f"step {s.index}: screenshot unreadable ({got}); time interpolated")
+            got = None
+        out.append(got)
+    if unreadable > _LISTED:
+        warnings.append(f"and {unreadable - _LISTED:,} more steps whose screenshot is unreadable; times interpolated")
+    return out, warnings
 
 
 def monotone_assignment(dist: np.ndarray) -> np.ndarray:
@@ -125,7 +183,7 @@ def monotone_assignment(dist: np.ndarray) -> np.ndarray:
     """
     k_steps, m = dist.shape
     cols = np.arange(m)
-    back = np.empty((k_steps, m), dtype=np.int64)  # back[k, s]: best s_{k-1} <= s
+    back = np.empty((k_steps, m), dtype=np.int32)  # back[k, s]: best s_{k-1} <= s (K x M: under MAX_CELLS)
     cost = dist[0].astype(np.float64)
     for k in range(1, k_steps):
         run_min = np.minimum.accumulate(cost)  # (M,) best cost of rows < k ending at or before s
@@ -140,13 +198,14 @@ def monotone_assignment(dist: np.ndarray) -> np.ndarray:
 
 
 def _run_around(d: np.ndarray, s: int, thr: float, lo: int = 0) -> tuple[int, int]:
-    """Maximal run [a, b] containing s with d <= thr, not starting before ``lo``."""
+    """Maximal run [a, b] containing s with d <= thr, not starting before ``lo`` (in numpy: a plateau may span the
+    whole recording, for each of thousands of steps)."""
     a = s
-    while a - 1 >= lo and d[a - 1] <= thr:
-        a -= 1
-    b = s
-    while b + 1 < len(d) and d[b + 1] <= thr:
-        b += 1
+    if s > lo:
+        above = np.flatnonzero(d[lo:s] > thr)
+        a = lo + int(above[-1]) + 1 if above.size else lo
+    above = np.flatnonzero(d[s + 1:] > thr)
+    b = s + int(above[0]) if above.size else len(d) - 1
     return a, b
 
 
@@ -172,10 +231,25 @@ def _already_aligned(traj: Trajectory) -> bool:
     return all(s.t_start is not None and s.align_method in STORED_METHODS for s in traj.steps)
 
 
-def _present(shots: list[np.ndarray | None], have: list[int]) -> list[np.ndarray]:
-    """The features of the steps in ``have`` (those whose screenshot was read)."""
-    out = [shots[k] for k in have]
-    return [f for f in out if f is not None]
+def _changed(shot_mat: np.ndarray, row_of: np.ndarray) -> np.ndarray:
+    """(K,) whether each screenshot differs from the previous one (the first: True), from the distinct screenshots'
+    (U, G) features and the row of each step's: only the pairs of different files are compared."""
+    out = np.zeros(len(row_of), dtype=bool)
+    out[:1] = True
+    pairs = np.flatnonzero(row_of[1:] != row_of[:-1]) + 1  # steps whose file differs from the previous step's
+    for part in np.array_split(pairs, max(1, len(pairs) // 4096)):
+        a, b = shot_mat[row_of[part]], shot_mat[row_of[part - 1]]  # (P, G) each, a few MB at a time
+        out[part] = 1.0 - np.einsum("ij,ij->i", a, b) > _NOISE
+    return out
+
+
+def _stray_warning(traj: Trajectory, stray: list[int], duration: float) -> str:
+    listed = ", ".join(str(traj.steps[k].index) for k in stray[:_LISTED])
+    more = f" and {len(stray) - _LISTED:,} more" if len(stray) > _LISTED else ""
+    steps = "steps" if len(stray) > 1 else "step"
+    return (f"{traj.source_path}: field 'action_timestamp' of {steps} {listed}{more}: far from the run's other "
+            f"stamps (more than {2.0 * duration + _STRAY_SLACK:,.0f} s, for a recording of {duration:,.0f} s): a wrong "
+            f"clock; ignored, its time interpolated")
 
 
 def wall_clock(traj: Trajectory) -> tuple[list[float | None], float]:
@@ -189,15 +263,50 @@ def wall_clock(traj: Trajectory) -> tuple[list[float | None], float]:
     coarse = True
     for s in traj.steps:
         raw = s.extra.get("wall_time")
-        if not raw:
-            walls.append(None)
+        try:
+            t = datetime.fromisoformat(raw) if isinstance(raw, str) and raw else None
+            wall = None if t is None else (t - (t0 if t0 is not None else t)).total_seconds()
+        except (ValueError, TypeError):  # not ISO, or a zone on some stamps and not on others: no stamp
+            t, wall = None, None
+        walls.append(wall)
+        if t is None:
             continue
-        t = datetime.fromisoformat(raw)
         t0 = t if t0 is None else t0
-        walls.append((t - t0).total_seconds())
         stamp = str(s.extra.get("action_timestamp", ""))
         coarse = coarse and len(stamp.partition("@")[2]) <= 6
     return walls, (1.0 if coarse else 0.001)
+
+
+def drop_stray_stamps(walls: list[float | None], duration: float) -> tuple[list[float | None], list[int]]:
+    """The stamps with the wrong clocks removed (None), re-based on the first stamp left; and the steps removed.
+
+    The run's actions all happen around its recording, so its stamps fit in a window of about the recording's length
+    (:data:`_STRAY_SLACK`); the largest group of stamps that fits in one such window is the run. A stamp outside it
+    (an unsynced VM, a clock reset to 1970, a year 9999) would make the run span years: it is dropped, and its step
+    placed by interpolation.
+
+    Args:
+        walls: seconds of each step's stamp from the first one (None: no stamp).
+        duration: the recording's length in seconds.
+    """
+    stamped = sorted((w, k) for k, w in enumerate(walls) if w is not None)
+    if len(stamped) < 2:
+        return walls, []
+    span = 2.0 * max(duration, 0.0) + _STRAY_SLACK
+    best_i, best_n, j = 0, 0, 0
+    for i, (w, _) in enumerate(stamped):  # two pointers over the sorted stamps: the fullest window
+        j = max(j, i)
+        while j < len(stamped) and stamped[j][0] - w <= span:
+            j += 1
+        if j - i > best_n:
+            best_i, best_n = i, j - i
+    if best_n == len(stamped):
+        return walls, []
+    keep = {k for _, k in stamped[best_i:best_i + best_n]}
+    dropped = sorted(k for _, k in stamped if k not in keep)
+    first = walls[min(keep)]
+    assert first is not None
+    return [w - first if w is not None and k in keep else None for k, w in enumerate(walls)], dropped
 
 
 def _cache_file(traj: Trajectory, params: dict[str, Any]) -> Path | None:
@@ -291,23 +400,34 @@ def align_trajectory(traj: Trajectory, *, force: bool = False, max_samples: int 
     warnings_before = len(traj.warnings)
     with FrameSource.open(video.path, cache_bytes=0) as src:
         _fill_video_ref(video, src)
+        if stamped:
+            walls, stray = drop_stray_stamps(walls, src.duration)
+            if stray:
+                traj.warnings.append(_stray_warning(traj, stray, src.duration))
+                stamped = sum(w is not None for w in walls) >= max(1, len(steps) // 2)
         grid = _grid(src.width, src.height)
-        shots = [screenshot_features(s.screenshot, grid) if s.screenshot else None for s in steps]
-        for s, f in zip(steps, shots):
-            if s.screenshot and f is None:
-                traj.warnings.append(f"step {s.index}: screenshot {s.screenshot} unreadable; time interpolated")
+        shots, unreadable = _step_features(traj, grid)
+        traj.warnings.extend(unreadable)
         have = [k for k, f in enumerate(shots) if f is not None]
         if not have and not stamped:
             even_spacing(traj, duration=src.duration)
             return
-        stride = max(1, math.ceil(src.frame_count / max_samples))
+        stride = max(1, math.ceil(src.frame_count / max_samples),
+                     math.ceil(src.frame_count * len(have) / MAX_CELLS))  # (K, M) stays under MAX_CELLS
         if fast:
             stride = max(stride, int(src.fps // SAMPLE_FPS) if src.fps else 1)
         total = src.frame_count
         idx: list[int] = []
-        cols: list[np.ndarray] = []  # (K, m) blocks of distances; frames' features are dropped once compared
-        if have:
-            shot_mat = np.stack(_present(shots, have))  # (K, G) steps with a screenshot
+        cols: list[np.ndarray] = []  # (U, m) blocks of distances; frames' features are dropped once compared
+        # One row per distinct screenshot (U <= K): a run whose steps all name one file compares one row.
+        distinct: dict[int, tuple[int, np.ndarray]] = {}  # one file's features are one object: id -> (row, features)
+        for k in have:
+            f = shots[k]
+            assert f is not None  # have: the steps whose screenshot was read
+            distinct.setdefault(id(f), (len(distinct), f))
+        row_of = np.array([distinct[id(shots[k])][0] for k in have], dtype=np.int64)  # (K,)
+        shot_mat = np.stack([f for _, f in distinct.values()]) if distinct else None  # (U, G)
+        if shot_mat is not None:
             chunk: list[np.ndarray] = []
             for i, gray in src.iter_frames(step=stride, size=grid, gray=True, fast=fast):
                 idx.append(i)
@@ -327,10 +447,11 @@ def align_trajectory(traj: Trajectory, *, force: bool = False, max_samples: int 
             progress(total, total)
         frame_times = src.times[idx] if idx else np.zeros(0)
         end = src.duration
-    dist = np.concatenate(cols, axis=1) if cols else np.zeros((0, 0))  # (K, M) distances in [0, 2]
+    # (K, M) distances in [0, 2], a row per step with a screenshot (K x M <= MAX_CELLS by the stride)
+    dist = np.concatenate(cols, axis=1)[row_of] if cols else np.zeros((0, 0))
     if stamped:
         _align_by_timestamps(traj, walls, res, have, dist, frame_times, end,
-                             np.stack(_present(shots, have)) if have else None)
+                             _changed(shot_mat, row_of) if shot_mat is not None else None)
     else:
         assign = monotone_assignment(dist)
         starts, confs = _plateau_starts(dist, assign)
@@ -383,7 +504,8 @@ def fit_offset(dist: np.ndarray, frame_times: np.ndarray, walls: list[float], ne
         if nxt is None:
             win = np.minimum.accumulate(dist[k][::-1])[::-1]  # from the action to the end of the recording
         else:
-            n = max(1, int(round((nxt - walls[k] + res + _GRACE) / dt)))
+            # A window longer than the recording is the recording: never sized by the stamps' span.
+            n = min(m, max(1, int(round((nxt - walls[k] + res + _GRACE) / dt))))
             win = sliding_min(dist[k], n)
         # cost[i0] = win[i0 + shift]; a step pushed past the end of the recording matches nothing there.
         cost = np.full(m, 1.0)
@@ -411,7 +533,7 @@ def fit_offset(dist: np.ndarray, frame_times: np.ndarray, walls: list[float], ne
 
 
 def _effects(dist: np.ndarray, frame_times: np.ndarray, offset: float, rows: list[tuple[int, float, float]],
-             shots: np.ndarray, res: float, end: float) -> dict[int, tuple[float, float, bool]]:
+             changed: np.ndarray, res: float, end: float) -> dict[int, tuple[float, float, bool]]:
     """Where each screenshot's screen first shows in the recording, near where the fitted offset puts it.
 
     Args:
@@ -420,7 +542,7 @@ def _effects(dist: np.ndarray, frame_times: np.ndarray, offset: float, rows: lis
         offset: video time of the first stamp (the coarse fit).
         rows: (row, stamp from which its screen can show, stamp by which it ends, or the recording's end) per
             screenshot.
-        shots: (K, G) the screenshots' features (to tell a visible effect from none).
+        changed: (K,) whether each screenshot differs from the previous one (to tell a visible effect from none).
         res: stamp resolution.
         end: recording length.
 
@@ -433,35 +555,42 @@ def _effects(dist: np.ndarray, frame_times: np.ndarray, offset: float, rows: lis
         d = dist[r]
         lo = offset + w - res - _GRACE
         hi = min(offset + w_next + res + _GRACE, end)
-        win = np.flatnonzero((frame_times >= lo) & (frame_times <= hi))
-        if not win.size:
+        # The samples in [lo, hi] (times ascending): found in O(log M), the steps' windows need not be scanned.
+        i0 = int(np.searchsorted(frame_times, lo, side="left"))
+        i1 = int(np.searchsorted(frame_times, hi, side="right"))
+        if i1 <= i0:
             continue
-        j = int(win[np.argmin(d[win])])
+        j = i0 + int(np.argmin(d[i0:i1]))
         best = float(d[j])
         if r == 0:
             # No screenshot before it: its screen starts where frames stop matching it as well as its best frame.
             thr = best + 0.5 * max(0.0, float(np.median(d)) - best)
-            a, _ = _run_around(d, j, thr, lo=int(win[0]))
-            out[r] = (float(frame_times[a]), best, bool(a > win[0]))
+            a, _ = _run_around(d, j, thr, lo=i0)
+            out[r] = (float(frame_times[a]), best, bool(a > i0))
             continue
         # The screen before this one is the previous screenshot's: it starts at the first frame from which the
         # frames look more like this screenshot than like that one (for a few samples running), a test the
         # pointer and the caret disturb equally on both sides, so typing a few characters is found too. A screen
-        # identical to the previous one (a WAIT, a click on nothing) has no moment of its own.
-        differs = float(1.0 - shots[r] @ shots[r - 1]) > _NOISE
-        closer = d[win] < dist[r - 1][win]
-        run = np.convolve(closer.astype(np.int32), np.ones(_RUN, np.int32), mode="full")[_RUN - 1:]
+        # identical to the previous one (a WAIT, a click on nothing) has no moment of its own. The search starts
+        # after the last stretch before the best match where the previous screen was up: a window wider than the
+        # run's moment (a step without a stamp, an offset not pinned down yet) may open on older screens, which
+        # need not look more like the previous screenshot than like this one.
+        closer = d[i0:i1] < dist[r - 1][i0:i1]
+        run = np.convolve(closer.astype(np.int32), _RUN_KERNEL, mode="full")[_RUN - 1:]
         starts = np.flatnonzero(run >= min(_RUN, len(closer)))
-        a = int(win[starts[0]]) if starts.size else int(win[0])
-        out[r] = (float(frame_times[a]), best, bool(differs and a > win[0]))
+        held = np.convolve((~closer[:j - i0 + 1]).astype(np.int32), _RUN_KERNEL, mode="full")[_RUN - 1:]
+        previous = np.flatnonzero(held >= _RUN)
+        if previous.size:
+            starts = starts[starts >= previous[-1] + _RUN]
+        a = i0 + int(starts[0]) if starts.size else i0
+        out[r] = (float(frame_times[a]), best, bool(changed[r] and a > i0))
     return out
 
 
-def _agreement(best: float, row: np.ndarray) -> float:
+def _agreement(best: float, far: float) -> float:
     """How surely a screenshot shows where its timestamp puts it: its best distance there against how far the
-    run's other screens are from it (the 90th percentile of its distances to every sampled frame). Screens of one
-    app share most pixels, so an absolute scale would pass a screen that never appears; this one does not."""
-    far = float(np.percentile(row, 90))
+    run's other screens are from it (``far``: the 90th percentile of its distances to every sampled frame). Screens
+    of one app share most pixels, so an absolute scale would pass a screen that never appears; this one does not."""
     if far <= 1e-6:
         return 0.0
     return min(1.0, max(0.0, 1.0 - best / (0.5 * far)))
@@ -469,7 +598,7 @@ def _agreement(best: float, row: np.ndarray) -> float:
 
 def _align_by_timestamps(traj: Trajectory, walls: list[float | None], res: float, have: list[int],
                          dist: np.ndarray, frame_times: np.ndarray, end: float,
-                         shots: np.ndarray | None = None) -> None:
+                         changed: np.ndarray | None = None) -> None:
     """Place steps by their stamps plus one fitted offset; screenshots refine within the stamp's resolution.
 
     Two stages: :func:`fit_offset` finds the placement (the offset to within the windows' slack), then the
@@ -483,25 +612,30 @@ def _align_by_timestamps(traj: Trajectory, walls: list[float | None], res: float
     """
     steps = traj.steps
     n = len(steps)
-    known = {k: w for k, w in enumerate(walls) if w is not None}
     # Steps without a stamp get one between their neighbours', by position (a line the harness wrote oddly).
+    prev_known, next_known = _neighbours([w is not None for w in walls])
     w_all: list[float] = []
     for k in range(n):
-        wk = walls[k]
+        wk, prev, nxt = walls[k], prev_known[k], next_known[k]
         if wk is not None:
             w_all.append(wk)
-            continue
-        prev = max((j for j in known if j < k), default=None)
-        nxt = min((j for j in known if j > k), default=None)
-        if prev is not None and nxt is not None:
-            w_all.append(known[prev] + (known[nxt] - known[prev]) * (k - prev) / (nxt - prev))
+        elif prev is not None and nxt is not None:
+            w0, w1 = walls[prev], walls[nxt]
+            assert w0 is not None and w1 is not None
+            w_all.append(w0 + (w1 - w0) * (k - prev) / (nxt - prev))
         elif prev is not None or nxt is not None:
-            w_all.append(known[prev if prev is not None else nxt])  # type: ignore[index]  # one of them is set
+            w_all.append(walls[prev if prev is not None else nxt] or 0.0)  # type: ignore[index]  # one is set
         else:
             w_all.append(0.0)
-
-    def next_wall(k: int) -> float | None:
-        return next((w_all[j] for j in range(k + 1, n) if w_all[j] > w_all[k]), None)
+    # The stamp of the first later action stamped later than each one (the end of its screenshot's window): the
+    # next greater element, in one pass from the end with a stack of ever later stamps.
+    next_wall: list[float | None] = [None] * n
+    stack: list[float] = []
+    for k in range(n - 1, -1, -1):
+        while stack and stack[-1] <= w_all[k]:
+            stack.pop()
+        next_wall[k] = stack[-1] if stack else None
+        stack.append(w_all[k])
 
     # Which action's result each screenshot shows, and the stamps bounding when it can be on screen: taken after
     # its step's action (OSWorld), it shows from that action to the next; taken before (the observation the
@@ -517,18 +651,18 @@ def _align_by_timestamps(traj: Trajectory, walls: list[float | None], res: float
             bounds[r] = (w_all[k - 1] if k > 0 else w_all[k] - _BEFORE_FIRST, w_all[k])
         else:
             shows[r] = k
-            bounds[r] = (w_all[k], next_wall(k))
+            bounds[r] = (w_all[k], next_wall[k])
     effects: dict[int, tuple[float, float, bool]] = {}
     if fit_rows:
         i0, fit_conf = fit_offset(dist[fit_rows], frame_times, [bounds[r][0] for r in fit_rows],
                                   [bounds[r][1] for r in fit_rows], res)
         offset = float(frame_times[i0])
-        if shots is not None:
+        if changed is not None:
             # Twice: the fit's offset may be off by the windows' slack, so the first pass's windows can miss a
             # short-lived screen; the second looks again around the offset the effects gave.
             for _ in range(2):
                 rows = [(r, lo_w, hi_w if hi_w is not None else end - offset) for r, (lo_w, hi_w) in bounds.items()]
-                effects = _effects(dist, frame_times, offset, rows, shots, res, end)
+                effects = _effects(dist, frame_times, offset, rows, changed, res, end)
                 deltas = np.array([effects[r][0] - w_all[k] for r, k in shows.items()
                                    if k is not None and r in effects and effects[r][2]])
                 if not deltas.size:
@@ -551,6 +685,7 @@ def _align_by_timestamps(traj: Trajectory, walls: list[float | None], res: float
     results: list[float] = []
     confs: list[float] = []
     row_of = {k: r for r, k in enumerate(have)}
+    far = np.percentile(dist, 90, axis=1) if dist.size else np.zeros(0)  # (K,) see _agreement
     for k in range(n):
         t = acts[k]  # no visible result: the screen is the same before and after, any moment from the action on
         conf = fit_conf * 0.5  # the stamp alone: no screenshot says the step is where it says
@@ -561,7 +696,7 @@ def _align_by_timestamps(traj: Trajectory, walls: list[float | None], res: float
             hi = acts[k + 1] + res if k + 1 < n else end
             t = min(max(effects[rr][0], acts[k]), hi)
         if own is not None and own in effects:
-            conf = fit_conf * _agreement(effects[own][1], dist[own])
+            conf = fit_conf * _agreement(effects[own][1], float(far[own]))
         elif own is not None:
             conf = 0.0  # its window lies outside the recording
         results.append(t)
@@ -615,10 +750,11 @@ def _plateau_starts(dist: np.ndarray, assign: np.ndarray) -> tuple[list[int], li
     starts: list[int] = []
     confs: list[float] = []
     lo = 0
+    medians = np.median(dist, axis=1)  # (K,)
     for k in range(n_steps):
         d, s = dist[k], int(assign[k])
         best = float(d[s])
-        spread = float(np.median(d)) - best  # how far a typical frame of the recording is
+        spread = float(medians[k]) - best  # how far a typical frame of the recording is
         if k > 0:
             before = float(d[assign[k - 1]]) - best  # how far the screen before this step is
             if before < 0.25 * spread:
@@ -665,15 +801,14 @@ def _spread_ties(have: list[int], t_match: dict[int, float], c_match: dict[int, 
 def _write_times(traj: Trajectory, t_match: dict[int, float], c_match: dict[int, float], end: float) -> None:
     steps = traj.steps
     n = len(steps)
-    matched = sorted(t_match)
+    prev_matched, next_matched = _neighbours([k in t_match for k in range(n)])
     times: list[float] = []
     for k in range(n):
         if k in t_match:
             times.append(t_match[k])
             continue
         # Interpolate by position between the nearest matched neighbours (0 and the end bound the ends).
-        prev = max((m for m in matched if m < k), default=None)
-        nxt = min((m for m in matched if m > k), default=None)
+        prev, nxt = prev_matched[k], next_matched[k]
         t0, k0 = (t_match[prev], prev) if prev is not None else (0.0, 0)
         t1, k1 = (t_match[nxt], nxt) if nxt is not None else (end, n)
         times.append(t0 + (t1 - t0) * (k - k0) / (k1 - k0))
@@ -693,6 +828,23 @@ def _write_times(traj: Trajectory, t_match: dict[int, float], c_match: dict[int,
         else:
             step.align_method = "interpolated"
             step.align_confidence = 0.0
+
+
+def _neighbours(present: list[bool]) -> tuple[list[int | None], list[int | None]]:
+    """For each position, the nearest position before it and after it where ``present`` holds (None: none), in two
+    passes: filling the gaps of a long run must not look through the whole run for each."""
+    n = len(present)
+    before: list[int | None] = [None] * n
+    after: list[int | None] = [None] * n
+    last: int | None = None
+    for k in range(n):
+        before[k] = last
+        last = k if present[k] else last
+    last = None
+    for k in range(n - 1, -1, -1):
+        after[k] = last
+        last = k if present[k] else last
+    return before, after
 
 
 def _fill_video_ref(video: VideoRef, src: FrameSource) -> None:

@@ -32,10 +32,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
-from gui_app.core.errors import RollscopeError
+from gui_app.core.errors import RollscopeError, VideoError
+from gui_app.core.images import read_image
 from gui_app.core.trajectory import Step, Trajectory
 
 FORMATS = ("osworld", "atif")
@@ -177,10 +177,10 @@ def _stamp(start: datetime, seconds: float) -> str:
 
 
 def _read_rgb(path: Path) -> np.ndarray:
-    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
-    if img is None:
-        raise ConvertError(f"{path}: cannot read the image")
-    return img[:, :, ::-1]
+    try:
+        return read_image(path)  # measured from its header before it is decoded
+    except VideoError as exc:
+        raise ConvertError(str(exc)) from None
 
 
 def _recording(traj: Trajectory, dest: Path, t1: list[float]) -> None:

@@ -6,10 +6,11 @@ set (and tested) once:
 
 - :func:`parse_json`: JSON whose numbers, nesting or syntax Python cannot take becomes one :class:`BadJSON` line
   (``json.loads`` raises ``ValueError`` for a 5,000-digit integer and ``RecursionError`` for deep nesting, neither of
-  them a ``JSONDecodeError``).
+  them a ``JSONDecodeError``); a key repeated in one object is noted during a load (:func:`duplicate_keys`).
 - :func:`open_regular` / :func:`read_bytes`: only regular files are opened (a FIFO blocks for ever, ``/dev/zero``
   never ends), and whole-file reads stop at :data:`MAX_TEXT_BYTES`.
 - :func:`bounded_count`: a count read from a file (steps, frames) is checked before anything is built from it.
+- :data:`MAX_IMAGE_PIXELS`: the largest image decoded, checked from its header (:mod:`gui_app.core.images`).
 - :func:`confine` / :func:`media_roots`: media named by a trajectory are opened only inside its folder or the
   library's root, symlinks resolved.
 - Media probes have a time limit (:data:`PROBE_TIMEOUT_S`, applied by :mod:`gui_app.core.video`).
@@ -23,6 +24,7 @@ import os
 import re
 import stat
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -43,15 +45,52 @@ class BadJSON(ValueError):
 _DIGITS = re.compile(r"Exceeds the limit \((\d+) digits\)")
 
 
-def parse_json(text: str | bytes) -> Any:
+# Where the keys that JSON objects repeat are noted while a trajectory loads (None: not noted).
+_DUPLICATES: ContextVar[list[str] | None] = ContextVar("rollscope_duplicate_keys", default=None)
+# The most repeated keys noted in one load (a JSONL file repeating a key on every line says so once per line).
+_MAX_DUPLICATE_NOTES = 20
+
+
+@contextmanager
+def duplicate_keys() -> Iterator[list[str]]:
+    """Within this block, :func:`parse_json` notes each key repeated in one JSON object in the list it yields, as
+    ``"WHERE: key 'K' appears N times in one object; the last value is used"``.
+
+    A repeated key is legal JSON that readers take differently (Python keeps the last value, others the first), so a
+    file written with one in mind can mean something else here; the user is told, the load goes on.
+    """
+    notes: list[str] = []
+    token = _DUPLICATES.set(notes)
+    try:
+        yield notes
+    finally:
+        _DUPLICATES.reset(token)
+
+
+def parse_json(text: str | bytes, where: str | None = None) -> Any:
     """``json.loads(text)``, every failure a :class:`BadJSON`.
+
+    Args:
+        text: the JSON text.
+        where: the file (and line) it came from, for the notes of :func:`duplicate_keys`.
 
     Raises:
         BadJSON: invalid syntax (with line and column), an integer longer than Python converts (4,300 digits), or
             nesting deeper than the interpreter's recursion limit allows (about 1,000 levels).
     """
+    sink = _DUPLICATES.get()
+    repeated: dict[str, int] = {}
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(items)
+        if len(obj) != len(items):
+            for key, n in Counter(k for k, _ in items).items():
+                if n > 1:
+                    repeated[key] = max(n, repeated.get(key, 0))
+        return obj
+
     try:
-        return json.loads(text)
+        value = json.loads(text) if sink is None else json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise BadJSON(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
     except RecursionError:
@@ -60,6 +99,13 @@ def parse_json(text: str | bytes) -> Any:
         m = _DIGITS.search(str(exc))
         why = f"a number longer than {m.group(1)} digits" if m else clip(str(exc), 120)
         raise BadJSON(f"invalid JSON: {why}") from None
+    if sink is not None:
+        for key, n in repeated.items():
+            note = clip(f"{where or 'JSON'}: key {clip(key, 80)!r} appears {n} times in one object; the last value "
+                        f"is used")
+            if len(sink) < _MAX_DUPLICATE_NOTES and note not in sink:  # a sniffer may have parsed it already
+                sink.append(note)
+    return value
 
 
 # Seconds a media probe (opening a container and reading its stream headers) may take. Probing reads a few megabytes;
@@ -130,7 +176,20 @@ def read_bytes(path: str | Path, limit: int = MAX_TEXT_BYTES) -> bytes:
         OSError: not a regular file (:class:`NotRegularFile`), unreadable, or larger than ``limit`` (``EFBIG``).
     """
     with open_regular(path) as fh:
-        data = fh.read(limit + 1)
+        # read what the file holds, never ``limit`` bytes up front: read(n) reserves n bytes before reading, a
+        # gigabyte of address space for every small JSON file (refused under a memory limit)
+        # (a file that grows while read, or says size 0 as /proc does, is read on in bounded chunks)
+        want = min(os.fstat(fh.fileno()).st_size, limit) + 1
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            chunk = fh.read(min(want, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            want = 1 << 20
+        data = b"".join(chunks)
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, more than a trajectory file holds", str(path))
     return data
@@ -142,6 +201,10 @@ def read_bytes(path: str | Path, limit: int = MAX_TEXT_BYTES) -> bytes:
 # checked against this before anything is built from it (a BrowserGym summary claiming 10**10 steps made the importer
 # loop for ever, growing 29 MB/s).
 MAX_STEPS = 100_000
+# The largest image decoded, in pixels and on a side, checked from its header before decoding: a 1.2 MB PNG may
+# declare 20000x20000 px (1.2 GB decoded). A screen of 8K (7680x4320) is 33 Mpx; OpenCV refuses sides over 2**20.
+MAX_IMAGE_PIXELS = 50_000_000
+MAX_IMAGE_SIDE = 65_535
 # The most warnings kept on one trajectory (the rest are counted in a last one): a run with a hundred thousand
 # missing screenshots says so in a hundred lines, not a hundred thousand.
 MAX_WARNINGS = 100
@@ -168,15 +231,38 @@ def bounded_count(value: int, limit: int, what: str) -> int:
 _MEDIA_ROOTS: ContextVar[tuple[Path, ...] | None] = ContextVar("rollscope_media_roots", default=None)
 
 
+# The folders :func:`confine` resolved in the current media_roots block, by name: a run of 100,000 steps names its
+# screenshots in one or two folders, and resolving each one's path from the root (an lstat per component) took a
+# fifth of its load. Kept for one block (one load) only, so a folder changed later is resolved again.
+_REAL_DIRS: ContextVar[dict[str, str] | None] = ContextVar("rollscope_real_dirs", default=None)
+
+
 @contextmanager
 def media_roots(*roots: str | Path | None) -> Iterator[None]:
     """Within this block, :func:`confine` accepts media only inside ``roots`` (symlinks resolved)."""
     real = tuple(Path(os.path.realpath(r)) for r in roots if r is not None)
     token = _MEDIA_ROOTS.set(real)
+    dirs = _REAL_DIRS.set({})
     try:
         yield
     finally:
+        _REAL_DIRS.reset(dirs)
         _MEDIA_ROOTS.reset(token)
+
+
+def _realpath(path: str | Path) -> str:
+    """``os.path.realpath(path)``, its folder's resolution remembered within a :func:`media_roots` block: the folder
+    resolved once, then the name itself followed only when it is a symlink."""
+    text = os.fspath(path)
+    known = _REAL_DIRS.get()
+    head, tail = os.path.split(text)
+    if known is None or not head or tail in ("", ".", "..") or "\0" in text:
+        return os.path.realpath(text)  # (a NUL raises here, as the caller expects)
+    folder = known.get(head)
+    if folder is None:
+        folder = known[head] = os.path.realpath(head)
+    full = os.path.join(folder, tail)
+    return os.path.realpath(full) if os.path.islink(full) else full
 
 
 def confine(path: str | Path, warnings: list[str], where: str) -> Path | None:
@@ -188,12 +274,14 @@ def confine(path: str | Path, warnings: list[str], where: str) -> Path | None:
     export) your files.
     """
     try:
-        real = Path(os.path.realpath(path))
+        real_text = _realpath(path)
     except (ValueError, OSError) as exc:  # a NUL byte or a lone surrogate in the name, a name too long
         warnings.append(clip(f"{where}: not a usable file name ({type(exc).__name__}): {str(path)[:100]!r}"))
         return None
+    real = Path(real_text)
     roots = _MEDIA_ROOTS.get()
-    if roots is None or any(real == r or real.is_relative_to(r) for r in roots):
+    # Compared as text (pathlib's is_relative_to parses both paths each time): equal, or below it.
+    if roots is None or any(real_text == str(r) or real_text.startswith(os.path.join(str(r), "")) for r in roots):
         return real
     shown = clip(str(path), 200)
     warnings.append(clip(f"{where}: {shown} is outside the trajectory's folder"
@@ -215,13 +303,76 @@ def video_kind(data: bytes) -> str | None:
     return None
 
 
+ZERO_TIME_SCALE = "damaged MP4 (a track's 'mdhd' box gives a time scale 0: its frames have no times)"
+
+
+def time_scale_problem(path: str | Path) -> str | None:
+    """:data:`ZERO_TIME_SCALE` when the MP4/MOV ``path`` has a track of time scale 0, else None (other files, and
+    damage FFmpeg can see for itself: the check a decoder opening a recording makes, where a file cut short may still
+    give its first frames)."""
+    try:
+        with open_regular(path) as fh:
+            if video_kind(fh.read(16)) != "mp4":
+                return None
+            size = os.fstat(fh.fileno()).st_size
+            for name, start, end in _boxes(fh, 0, size):
+                if name == b"moov":
+                    return ZERO_TIME_SCALE if _zero_time_scale(fh, start, end) else None
+    except OSError:
+        return None
+    return None
+
+
+def _boxes(fh: BinaryIO, start: int, end: int) -> Iterator[tuple[bytes, int, int]]:
+    """``(type, payload start, end)`` of the MP4 boxes between ``start`` and ``end`` (at most 256; a box that does not
+    fit ends the walk: :func:`container_problem` judges the top level)."""
+    at = start
+    for _ in range(256):
+        if at + 8 > end:
+            return
+        fh.seek(at)
+        head = fh.read(16)
+        n, name, header = int.from_bytes(head[:4], "big"), head[4:8], 8
+        if n == 1 and len(head) >= 16:
+            n, header = int.from_bytes(head[8:16], "big"), 16
+        elif n == 0:
+            n = end - at
+        if n < header or at + n > end:
+            return
+        yield name, at + header, at + n
+        at += n
+
+
+def _zero_time_scale(fh: BinaryIO, start: int, end: int) -> bool:
+    """Whether a track in the ``moov`` payload ``[start, end)`` has an ``mdhd`` (moov/trak/mdia/mdhd) whose time scale
+    is 0."""
+    for trak, a, b in _boxes(fh, start, end):
+        if trak != b"trak":
+            continue
+        for mdia, a2, b2 in _boxes(fh, a, b):
+            if mdia != b"mdia":
+                continue
+            for mdhd, a3, _ in _boxes(fh, a2, b2):
+                if mdhd != b"mdhd":
+                    continue
+                fh.seek(a3)
+                body = fh.read(24)
+                # version and flags (4 bytes), creation and modification times (4 bytes each, 8 in version 1), then
+                # the time scale
+                at = 20 if body[:1] == b"\x01" else 12
+                if len(body) >= at + 4 and int.from_bytes(body[at:at + 4], "big") == 0:
+                    return True
+    return False
+
+
 def container_problem(path: str | Path) -> str | None:
     """Why the regular file ``path`` cannot be a whole recording, or None when it may be one; reads a few hundred
     bytes, decodes nothing (cheap enough for every unit of a scan).
 
     Empty, text or another kind of file: its first bytes are no container's. An MP4/MOV is also walked box by box
     (``size`` + ``type`` headers, a handful per file): a box that runs past the end of the file, or no ``moov``
-    box (the index of the frames), means the file was cut short.
+    box (the index of the frames), means the file was cut short. A track whose ``mdhd`` box gives a time scale of 0
+    has frames without times (FFmpeg then makes up a clock: one frame lasting 1,024 s), so the file is damaged.
     """
     try:
         with open_regular(path) as fh:
@@ -232,12 +383,13 @@ def container_problem(path: str | Path) -> str | None:
                 return None
             size = os.fstat(fh.fileno()).st_size
             at, boxes = 0, set[bytes]()
+            moov = (0, 0)
             while at + 8 <= size and len(boxes) < 64:
                 fh.seek(at)
                 head = fh.read(16)
-                n, name = int.from_bytes(head[:4], "big"), head[4:8]
+                n, name, header = int.from_bytes(head[:4], "big"), head[4:8], 8
                 if n == 1 and len(head) >= 16:
-                    n = int.from_bytes(head[8:16], "big")
+                    n, header = int.from_bytes(head[8:16], "big"), 16
                 elif n == 0:
                     n = size - at  # the last box runs to the end of the file
                 if n < 8:
@@ -245,9 +397,59 @@ def container_problem(path: str | Path) -> str | None:
                 if at + n > size:
                     return f"cut short (its {name.decode('latin-1')!r} box needs {at + n - size:,} more bytes)"
                 boxes.add(name)
+                if name == b"moov":
+                    moov = (at + header, at + n)
                 at += n
             if b"moov" not in boxes:
                 return "cut short or damaged (no 'moov' box: the index of its frames)"
+            if _zero_time_scale(fh, *moov):
+                return ZERO_TIME_SCALE
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
     return None
+
+
+# C0 and C1 controls, ESC and DEL included; the bidirectional marks, embeddings, overrides and isolates; the line
+# and paragraph separators. Each can move the cursor, retitle or clear a terminal, hide text, reorder what is shown
+# or start a new line that a reader takes for the program's own.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _SHORT_ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def printable(text: object) -> str:
+    """``str(text)`` safe to print on a terminal: the characters above shown as visible escapes (``\\x1b``,
+    ``\\n``, ``\\u202e``), everything else unchanged. Every human-readable line made of text from a file goes through
+    it (JSON output is escaped by ``json.dumps`` already)."""
+    return _UNPRINTABLE.sub(_escape_char, str(text))
+
+
+def os_reason(exc: OSError) -> str:
+    """Why a path could not be opened, in words: a symlink loop is named as one (Python's "Too many levels of
+    symbolic links" reads like a limit, and a loop otherwise shows as "no such file")."""
+    if exc.errno == errno.ELOOP:
+        return "symlink loop: a link that leads back to itself"
+    return str(exc.strerror or exc)
+
+
+def why_missing(path: str | Path) -> str:
+    """Why ``path``, which ``os.path.exists`` calls missing, cannot be reached: "no such file or directory", a
+    symlink loop, a broken symlink (and where it points), or what ``stat`` says."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            try:
+                return f"broken symlink (to {clip(os.readlink(path), 200)})"
+            except OSError:
+                return "broken symlink"
+        if exc.errno == errno.ENOENT:
+            return "no such file or directory"
+        return os_reason(exc)
+    except ValueError:  # a NUL byte in the name
+        return "not a usable file name"
+    return "no such file or directory"

@@ -18,6 +18,10 @@ Frames are RGB ``(H, W, 3) uint8`` arrays, read-only (they are shared with the c
 ``max_side`` decodes into a smaller size through libswscale, which is how a viewer keeps a 1080p recording's
 cache small; ``width``/``height`` stay the recording's own size, ``out_width``/``out_height`` are the frames'.
 
+Hostile files: screenshots are decoded through :func:`gui_app.core.images.read_image`, which measures them from their
+header first; a recording whose frames would each be larger than an image may be, or an MP4 whose track has a time
+scale of 0 (FFmpeg would make up a clock for it), is refused with a :class:`VideoError` naming it.
+
 Threading: one lock guards the decoder; the cache has its own lock held only for dictionary operations, so
 :meth:`FrameSource.cached` never waits for a decode. :meth:`FrameSource.prefetch` hands indices to one daemon
 worker thread; a newer request cancels an older one, and a blocking :meth:`FrameSource.frame` call from another
@@ -42,7 +46,8 @@ import cv2
 import numpy as np
 
 from gui_app.core.errors import VideoError
-from gui_app.core.safety import PROBE_TIMEOUT_S, is_regular
+from gui_app.core.images import read_image, size_problem
+from gui_app.core.safety import PROBE_TIMEOUT_S, is_regular, time_scale_problem
 from gui_app.core.trajectory import VideoRef
 
 if TYPE_CHECKING:
@@ -64,15 +69,6 @@ def list_images(folder: str | Path) -> list[Path]:
     folder = Path(folder)
     return sorted((p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()),
                   key=_natural_key)
-
-
-def _read_image(path: str | Path) -> np.ndarray:
-    if not is_regular(path):  # cv2.imread would wait for ever on a FIFO
-        raise VideoError(path, "cannot read image (missing, or not a regular file)")
-    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
-    if img is None:
-        raise VideoError(path, "cannot read image (missing, empty or not an image)")
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 
 def _out_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
@@ -98,6 +94,16 @@ def _check_file(path: Path) -> None:
         raise VideoError(path, "not a regular file (a FIFO, device or folder)")
     if path.stat().st_size == 0:
         raise VideoError(path, "file is empty")
+    problem = time_scale_problem(path)  # FFmpeg would make up a clock for it
+    if problem is not None:
+        raise VideoError(path, problem)
+
+
+def _check_size(path: Path, width: int, height: int) -> None:
+    """Refuse a stream whose frames would each take more memory than an image may (:func:`size_problem`)."""
+    problem = size_problem(width, height, "frame")
+    if problem is not None:
+        raise VideoError(path, problem)
 
 
 # What FFmpeg may read to find the streams (bytes, microseconds): bounded so a hostile file cannot keep it busy;
@@ -186,7 +192,7 @@ def probe(path: str | Path) -> VideoRef:
         images = list_images(path)
         if not images:
             raise VideoError(path, "folder holds no images")
-        h, w = _read_image(images[0]).shape[:2]
+        h, w = read_image(images[0]).shape[:2]
         return VideoRef(path=str(path), fps=1.0, frames=len(images), width=w, height=h)
     container = _open_container(path)
     try:
@@ -209,6 +215,7 @@ def probe(path: str | Path) -> VideoRef:
         cc = stream.codec_context
         if not cc.width or not cc.height:
             raise VideoError(path, "video stream has no frame size (not decodable)")
+        _check_size(path, cc.width, cc.height)
         return VideoRef(path=str(path), fps=float(rate) if rate else None, frames=int(frames),
                         width=cc.width, height=cc.height)
     finally:
@@ -307,6 +314,7 @@ class _AvDecoder(_Decoder):
             self.width, self.height = cc.width, cc.height
             if not self.width or not self.height:
                 raise VideoError(path, "video stream has no frame size (not decodable)")
+            _check_size(path, self.width, self.height)
         except BaseException:
             self.container.close()
             raise
@@ -422,6 +430,11 @@ class _CvDecoder(_Decoder):
         if n <= 0 or not self.width:
             self.cap.release()
             raise VideoError(path, "video stream has no frames (OpenCV)")
+        try:
+            _check_size(path, self.width, self.height)
+        except VideoError:
+            self.cap.release()
+            raise
         self.frame_count = n
         self.times = np.arange(n, dtype=np.float64) / self.fps
         self.end_time = n / self.fps
@@ -457,7 +470,7 @@ class _ImageDecoder(_Decoder):
         if fps <= 0:
             raise ValueError("fps must be positive")
         self.paths = [Path(p) for p in paths]
-        first = _read_image(self.paths[0])
+        first = read_image(self.paths[0])
         self.height, self.width = first.shape[:2]
         self.fps = float(fps)
         self.frame_count = len(self.paths)
@@ -467,7 +480,7 @@ class _ImageDecoder(_Decoder):
         self.out_size = _out_size(self.width, self.height, max_side)
 
     def read(self, i, want=None, got=None, cancel=None):
-        img = _read_image(self.paths[i])
+        img = read_image(self.paths[i])
         arr = _resize(img, _out_size(img.shape[1], img.shape[0], self.max_side))
         arr.flags.writeable = False
         return arr

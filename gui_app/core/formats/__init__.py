@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from gui_app.core.actions import MAX_PARSED_CHARS
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError, UnknownFormatError, clip
-from gui_app.core.safety import MAX_WARNINGS, media_roots
+from gui_app.core.safety import MAX_STEPS, MAX_WARNINGS, duplicate_keys, media_roots, why_missing
 from gui_app.core.trajectory import Trajectory
 
 T = TypeVar("T")
@@ -128,7 +131,7 @@ def load_all(path: str | Path, fmt: str | None = None, align: bool = True,
     for ``align`` and :func:`load_unit` for ``library_root``."""
     p, _ = split_selector(path)
     if not p.exists():
-        raise TrajectoryFormatError(p, None, "no such file or directory")
+        raise TrajectoryFormatError(p, None, why_missing(p))  # a symlink loop is named as one
     imp = by_name(fmt) if fmt else detect(p)
     if imp is None:
         raise UnknownFormatError(p)
@@ -148,18 +151,39 @@ def _user_load(path: Path, read: Callable[[], list[Trajectory]],
     - Media are read only inside the unit's folder or ``library_root`` (:func:`gui_app.core.safety.confine`);
       one named anywhere else is refused with a warning naming the field.
     - Every failure is a one-line :class:`RollscopeError` naming the file (see :func:`guarded`).
+    - A key repeated in one JSON object, and an action too long to parse as code, are warnings naming the file and
+      the key, or the steps and the field (see :func:`gui_app.core.safety.duplicate_keys` and
+      :data:`gui_app.core.actions.MAX_PARSED_CHARS`).
     - Every warning is one line of bounded length, and at most :data:`~gui_app.core.safety.MAX_WARNINGS` are kept
       (the last one counts the rest).
     """
     unit_dir = path if path.is_dir() else path.parent
-    with media_roots(unit_dir, library_root):
+    with media_roots(unit_dir, library_root), duplicate_keys() as repeated:
         trajs = guarded(path, read)
     for t in trajs:
+        if len(t.steps) > MAX_STEPS:  # formats that hold steps in one JSON array: the importers cap JSON Lines
+            t.warnings.append(f"{t.source_path}: {len(t.steps):,} steps, more than a run holds: the first "
+                              f"{MAX_STEPS:,} kept")
+            del t.steps[MAX_STEPS:]
+        t.warnings[:0] = [w for w in repeated if w not in t.warnings]
+        t.warnings.extend(_long_actions(t))
         warnings = [clip(str(w)) for w in t.warnings[:MAX_WARNINGS]]
         if len(t.warnings) > MAX_WARNINGS:
             warnings.append(f"{t.source_path}: and {len(t.warnings) - MAX_WARNINGS:,} more warnings")
         t.warnings = warnings
     return trajs
+
+
+def _long_actions(traj: Trajectory) -> list[str]:
+    """One warning naming the steps whose action was too long to parse as code (read from its first words only)."""
+    long = [s for s in traj.steps if len(s.action or "") > MAX_PARSED_CHARS]
+    if not long:
+        return []
+    listed = ", ".join(f"{s.index} ({len(s.action):,} characters)" for s in long[:10])
+    more = f" and {len(long) - 10:,} more" if len(long) > 10 else ""
+    steps = "steps" if len(long) > 1 else "step"
+    return [(f"{traj.source_path}: field 'action' of {steps} {listed}{more}: longer than {MAX_PARSED_CHARS:,} "
+             "characters, not parsed as code; its kind read from its first words only")]
 
 
 def load(path: str | Path, fmt: str | None = None, align: bool = True,
@@ -170,7 +194,7 @@ def load(path: str | Path, fmt: str | None = None, align: bool = True,
     p, sel = split_selector(path)
     if sel is not None:
         if not p.exists():
-            raise TrajectoryFormatError(p, None, "no such file or directory")
+            raise TrajectoryFormatError(p, None, why_missing(p))
         imp = by_name(fmt) if fmt else detect(p)
         if imp is None:
             raise UnknownFormatError(p)
@@ -193,9 +217,66 @@ CANDIDATE_EXTS = (".json", ".jsonl", ".eval", ".csv", ".zip", ".pkl", ".gz") + (
     ".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v")
 
 UnrecognisedFn = Callable[[Path, str], None]
+Signature = tuple[int, int, int]
 
 
-def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None) -> Iterator[tuple[Path, Importer]]:
+def signature(path: str | Path, entries: list[os.DirEntry[str]] | None = None) -> Signature:
+    """(size, mtime_ns, n_entries) of a file or folder, cheap enough to compute for every unit and folder on every
+    rescan: what tells a scan that nothing changed.
+
+    A folder counts its own mtime (it changes when entries are added, removed or atomically replaced) and the mtimes
+    and sizes of its direct entries (``entries``, when the caller has listed them already); deeper files
+    (``frames/*.png``) are covered by their folder's mtime.
+
+    Raises:
+        OSError: ``path`` cannot be read.
+    """
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return st.st_size, st.st_mtime_ns, 1
+    if entries is None:
+        with os.scandir(path) as it:
+            entries = list(it)
+    size, mtime, n = 0, st.st_mtime_ns, 0
+    for e in entries:
+        n += 1
+        try:
+            est = e.stat()
+        except OSError:  # a dangling symlink: counted, but has no size or mtime of its own
+            continue
+        mtime = max(mtime, est.st_mtime_ns)
+        if e.is_file():
+            size += est.st_size
+    return size, mtime, n
+
+
+@dataclass(frozen=True)
+class FolderWalk:
+    """What a walk decided for one folder, with the folder's :func:`signature` when it decided.
+
+    Attributes:
+        signature: the folder's signature then.
+        importer: the importer that claimed the folder as a unit; None when none did (it was walked into).
+        files: for a folder walked into, the importer that claimed each direct file (None: none did).
+    """
+
+    signature: Signature
+    importer: str | None
+    files: dict[str, str | None] = field(default_factory=dict)
+
+
+def _named(name: str | None) -> Importer | None:
+    if name is None:
+        return None
+    try:
+        return by_name(name)
+    except UnknownFormatError:
+        return None
+
+
+def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None,
+               memo: Mapping[str, FolderWalk] | None = None,
+               seen: dict[str, FolderWalk] | None = None) -> Iterator[tuple[Path, Importer]]:
     """Walk ``root`` and yield every unit with its importer. A recognised directory is not descended into;
     files are units only for the file formats (ATIF, AgentNet, Who&When, Inspect, AgentNetBench).
 
@@ -204,6 +285,10 @@ def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None) -> 
         unrecognised: called as ``unrecognised(path, why)`` for what the walk passes over without a unit: a data
             file (:data:`CANDIDATE_EXTS`) no importer claims, a folder with files but no unit in or under it, and a
             hidden folder that is not searched. Nothing is dropped in silence: a scan counts these.
+        memo: what an earlier walk decided per folder (by path): a folder whose :func:`signature` did not change
+            keeps its decisions (whether it is a unit, which of its files are) without asking every importer
+            again, which is most of a rescan's time. It is still listed, and its subfolders walked.
+        seen: filled with this walk's decision for every folder it lists, for the next walk's ``memo``.
     """
     root = Path(root)
     if root.is_file():
@@ -215,20 +300,40 @@ def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None) -> 
         return
     # (directory, whether its parent holds file units): a screenshot folder beside an ATIF/AgentNet file holds
     # that file's images, so it is not a unit of its own.
-    stack = [(root, False)]
+    # Paths are kept as text until a Path is needed (an importer's sniff, a unit, a report): most folders of a rescan
+    # need none, and building 50,000 Paths was a third of its time.
+    stack = [(str(root), False)]
+    keep = memo is not None or seen is not None
     while stack:
         d, beside_files = stack.pop()
-        imp = detect(d)
-        if imp is not None:
-            if not (beside_files and imp.name == "image_folder"):
-                yield d, imp
-            continue
+        entries: list[os.DirEntry[str]] | None
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError:
-            if unrecognised is not None:
-                unrecognised(d, "folder cannot be read")
+            entries = None
+        sig: Signature | None = None
+        if keep and entries is not None:
+            try:
+                sig = signature(d, entries)
+            except OSError:
+                sig = None
+        old = memo.get(d) if memo is not None and sig is not None else None
+        if old is not None and old.signature != sig:
+            old = None
+        imp = _named(old.importer) if old is not None and old.importer is not None else None
+        if imp is None and (old is None or old.importer is not None):
+            imp = detect(Path(d))
+        if imp is not None:
+            if seen is not None and sig is not None:
+                seen[d] = FolderWalk(sig, imp.name)
+            if not (beside_files and imp.name == "image_folder"):
+                yield Path(d), imp
             continue
+        if entries is None:
+            if unrecognised is not None:
+                unrecognised(Path(d), "folder cannot be read")
+            continue
+        decided: dict[str, str | None] = {}
         subdirs = []
         has_files = False
         loose = []
@@ -240,17 +345,27 @@ def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None) -> 
                     unrecognised(Path(e.path), "hidden folder, not searched")
                 continue
             if e.is_dir(follow_symlinks=False):
-                subdirs.append(Path(e.path))
+                subdirs.append(e.path)
+            elif e.is_symlink() and unrecognised is not None and not os.path.exists(e.path):
+                why = why_missing(e.path)
+                if why.startswith("symlink loop"):  # links are not followed; a loop is still worth saying
+                    unrecognised(Path(e.path), why)
             elif e.is_file(follow_symlinks=False):
-                found = detect(Path(e.path))
+                if old is not None and e.name in old.files:
+                    found = _named(old.files[e.name])
+                else:
+                    found = detect(Path(e.path))
+                decided[e.name] = None if found is None else found.name
                 if found is not None and found.name in FILE_UNITS:
                     has_files = True
                     yield Path(e.path), found
-                elif Path(e.name).suffix.lower() in CANDIDATE_EXTS:
+                elif os.path.splitext(e.name)[1].lower() in CANDIDATE_EXTS:
                     loose.append(Path(e.path))
         if unrecognised is not None:
             for f in loose:
                 unrecognised(f, "no importer recognises this file")
-            if not subdirs and not has_files and not loose and d != root and any(e.is_file() for e in entries):
-                unrecognised(d, "folder holds no trajectory")
+            if not subdirs and not has_files and not loose and d != str(root) and any(e.is_file() for e in entries):
+                unrecognised(Path(d), "folder holds no trajectory")
+        if seen is not None and sig is not None:
+            seen[d] = FolderWalk(sig, None, decided)
         stack.extend((s, has_files) for s in reversed(subdirs))

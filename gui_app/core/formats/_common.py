@@ -19,7 +19,9 @@ from typing import Any
 
 from gui_app.core.actions import parse_action
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError, VideoError
+from gui_app.core.images import image_problem
 from gui_app.core.safety import (  # noqa: F401 -- video_kind, container_problem: the importers' helpers too
+    MAX_STEPS,
     BadJSON,
     confine,
     container_problem,
@@ -114,7 +116,7 @@ def read_json(path: Path) -> Any:
     """Parse a JSON file; a syntax error names the line and column."""
     text = read_text(path)
     try:
-        return parse_json(text)
+        return parse_json(text, where=str(path))
     except BadJSON as exc:
         raise TrajectoryFormatError(path, None, exc.reason, line=exc.line) from None
 
@@ -137,12 +139,19 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any | TrajectoryFormatError]]:
         if not line.strip():
             continue
         try:
-            yield lineno, parse_json(line)
+            yield lineno, parse_json(line, where=f"{path}:{lineno}")
         except BadJSON as exc:
             # A syntax error (BadJSON with a line) in the last record is a file cut while written; a number or
             # nesting we refuse is bad wherever it is.
             cut = lineno == last and exc.line is not None
             yield lineno, (TruncatedRecord if cut else TrajectoryFormatError)(path, None, exc.reason, line=lineno)
+
+
+def step_limit_warning(path: Path, line: int, kept: int) -> str:
+    """The warning for a step log that goes on past :data:`gui_app.core.safety.MAX_STEPS` steps, of which the first
+    ``kept`` were loaded and the rest, from ``line`` on, were not read."""
+    return (f"{path}:{line}: more than {kept:,} steps, the most a run may have; loaded the first {kept:,}, the rest "
+            f"not read")
 
 
 def truncation_warning(error: TruncatedRecord, kept: int) -> str:
@@ -251,7 +260,8 @@ def text_of(value: Any) -> str:
 
 
 def resolve_media(root: Path, rel: str | None, warnings: list[str], where: str) -> str | None:
-    """Absolute path of a screenshot named relative to ``root``; a missing file becomes a warning and None.
+    """Absolute path of a screenshot named relative to ``root``; a missing file, or an image too large to decode
+    (by its header: :func:`gui_app.core.images.image_problem`), becomes a warning and None.
 
     Args:
         where: ``"file: field 'x'"`` prefix for the warning, so it names file and field like an error does.
@@ -273,6 +283,10 @@ def resolve_media(root: Path, rel: str | None, warnings: list[str], where: str) 
     if not is_regular(real):
         warnings.append(f"{where}: file not found: {p}" if not os.path.exists(real) else
                         f"{where}: not a regular file: {p}")
+        return None
+    problem = image_problem(real)
+    if problem is not None:
+        warnings.append(f"{where}: {problem}: {p}; not used")
         return None
     return str(real)
 
@@ -385,7 +399,7 @@ def tool_call(call: Any, path: Path, field: str, name_key: str, id_key: str,
     args = call.get("arguments")
     if json_args and isinstance(args, str):
         try:
-            decoded = parse_json(args)
+            decoded = parse_json(args, where=f"{path}: field '{field}.arguments'")
             args = decoded if isinstance(decoded, dict) else args
         except BadJSON:
             pass
@@ -465,7 +479,7 @@ def looks_like_step_log(path: Path, need_time: bool) -> bool:
         return False
     if first.startswith("{"):
         try:
-            keys = set(parse_json(first))
+            keys = set(parse_json(first, where=f"{path}:1"))
         except (BadJSON, TypeError):
             keys = set(re.findall(r'"([A-Za-z_]+)"\s*:', first))
     elif path.suffix.lower() == ".csv":
@@ -525,6 +539,10 @@ def read_step_log(path: Path, need_time: bool, warnings: list[str] | None = None
         raw = read_jsonl_strict(path, warnings)
     rows: list[dict[str, Any]] = []
     for pos, (line, rec) in enumerate(raw):
+        if pos == MAX_STEPS:
+            if warnings is not None:
+                warnings.append(step_limit_warning(path, line, MAX_STEPS))
+            break
         if not isinstance(rec, dict):
             raise TrajectoryFormatError(path, None, "expected a JSON object", line=line)
         k_start = _first_key(rec, START_KEYS)

@@ -77,7 +77,7 @@ class AgentNetImporter:
         text = c.read_text(path).lstrip()
         if text.startswith("[") or (text.startswith("{") and "\n{" not in text.rstrip()):
             try:
-                doc = c.parse_json(text)
+                doc = c.parse_json(text, where=str(path))
             except c.BadJSON:
                 doc = None  # not one document: JSON Lines, whose bad lines are reported one by one
             if isinstance(doc, list):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gui_app.core.errors import TrajectoryFormatError
 from gui_app.core.formats import _common as c
+from gui_app.core.images import image_problem
 from gui_app.core.trajectory import Step, Trajectory
 
 # Files whose presence in a sub-folder means the sub-folder is a unit of its own.
@@ -27,6 +28,18 @@ _DATA_EXTS = (".json", ".jsonl", ".eval")
 
 def _images(root: Path) -> list[Path]:
     return [p for p in c.list_dir(root) if p.suffix.lower() in c.IMAGE_EXTS and p.is_file()]
+
+
+def _decodable(images: list[Path], warnings: list[str]) -> list[Path]:
+    """The images whose header does not declare a size too large to decode; each other one is a warning."""
+    out = []
+    for img in images:
+        problem = image_problem(img)
+        if problem is None:
+            out.append(img)
+        else:
+            warnings.append(f"{img}: field 'screenshot': {problem}; not used")
+    return out
 
 
 def _subdir_is_unit(d: Path) -> bool:
@@ -81,12 +94,15 @@ class ImageFolderImporter:
                 warnings.append(f"{img}: field 'screenshot': not a PNG/JPEG/WebP image")
         log = c.find_step_log(root, need_time=False, warnings=warnings)
         if log is None:
+            images = _decodable(images, warnings)
+            if not images:
+                raise TrajectoryFormatError(root, None, "no screenshot that can be shown: every image is too large")
             traj.steps = [Step(index=i, screenshot=str(p), extra={"source_index": i}) for i, p in enumerate(images)]
             return traj
         traj.metadata["step_log"] = str(log)
         rows = c.read_step_log(log, need_time=False, warnings=warnings)
         named = {r["screenshot"] for r in rows if r["screenshot"]}
-        unnamed = iter([p for p in images if p.name not in named])
+        unnamed = iter(_decodable([p for p in images if p.name not in named], warnings))
         for i, row in enumerate(rows):
             step = c.log_step(row, root, i, warnings, log)
             if row["screenshot"] is None:

@@ -34,6 +34,7 @@ from typing import Any
 from gui_app.core import cache
 from gui_app.core.errors import TrajectoryFormatError
 from gui_app.core.formats import _common as c
+from gui_app.core.images import data_problem
 from gui_app.core.safety import MAX_TEXT_BYTES
 from gui_app.core.trajectory import Outcome, Step, Trajectory
 
@@ -130,7 +131,7 @@ class InspectEvalImporter:
                 zlib.error) as exc:
             raise TrajectoryFormatError(path, name, f"cannot read from the archive: {exc}") from exc
         try:
-            return c.parse_json(data)
+            return c.parse_json(data, where=f"{path}: {name}")
         except c.BadJSON as exc:
             raise TrajectoryFormatError(path, name, exc.reason, line=exc.line) from exc
         except UnicodeDecodeError as exc:
@@ -337,6 +338,10 @@ class _Images:
             data = base64.b64decode(value[m.end():], validate=False)
         except (binascii.Error, ValueError):
             self.warnings.append(f"{self.path}: field '{where}': image data is not base64")
+            return None
+        problem = data_problem(data)  # measured from its header: it is never written out, nor decoded
+        if problem is not None:
+            self.warnings.append(f"{self.path}: field '{where}': {problem}; not used")
             return None
         if self._dir is None:
             self._dir = cache.cache_dir(self.path, "inspect") / cache.source_key(self.path)[:16]

@@ -43,6 +43,7 @@ from typing import Any
 
 from gui_app.core.errors import TrajectoryFormatError
 from gui_app.core.formats import _common as c
+from gui_app.core.safety import MAX_STEPS
 from gui_app.core.trajectory import Outcome, Step, Trajectory
 
 LOG = "traj.jsonl"
@@ -221,6 +222,9 @@ class OSWorldImporter:
             if "step_num" not in rec and isinstance(rec.get("instruction"), str):
                 traj.instruction = rec["instruction"]  # human-run variant writes the instruction as a line
                 continue
+            if len(steps) == MAX_STEPS:
+                warnings.append(c.step_limit_warning(log, lineno, MAX_STEPS))
+                break
             steps.append(self._step(log, lineno, rec, len(steps), root, warnings))
             ts = steps[-1].extra.get("wall_time")
             if ts is not None:
