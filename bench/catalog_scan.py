@@ -5,8 +5,12 @@ schema violation, bad step indices, non-UTF-8 bytes, an empty file) under ``data
 when present), scans them into a fresh catalog, rescans without changes, records reward-model scores for half of
 them and times the library query (all rows, sorted, latest score joined) with and without a text search.
 
-Usage: ``python bench/catalog_scan.py [--quick] [--json] [--dir DIR]``. Prints named figures; the query target is
-<= 50 ms median for 10,000 rows.
+Then a library of E empty folders (``--empty-folders``, default 50,000; ``--quick``: 5,000; 0: skipped) is scanned
+cold and rescanned unchanged: the walk alone, which a rescan skips for every folder whose modification time and
+entries did not change.
+
+Usage: ``python bench/catalog_scan.py [--quick] [--json] [--dir DIR] [--empty-folders E]``. Prints named figures; the
+query target is <= 50 ms median for 10,000 rows.
 """
 
 from __future__ import annotations
@@ -78,6 +82,34 @@ def generate(root: Path, n: int, n_broken: int) -> Path:
     return root
 
 
+def generate_empty(root: Path, n: int) -> Path:
+    """``n`` empty folders under ``root``, 1,000 to a group folder."""
+    stamp = root / ".complete"
+    if stamp.is_file() and stamp.read_text().strip() == str(n):
+        return root
+    if root.exists():
+        shutil.rmtree(root)
+    for i in range(n):
+        (root / f"g{i // 1000:03d}" / f"e{i:06d}").mkdir(parents=True)
+    stamp.write_text(str(n))
+    return root
+
+
+def empty_folders(base: Path, n: int) -> dict[str, float | int]:
+    """Cold scan and unchanged rescan of ``n`` empty folders into a fresh catalog."""
+    root = generate_empty(base / f"empty{n}", n)
+    db = base / f"empty{n}.catalog.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with Catalog(db) as cat:
+        cold = cat.scan(root)
+        c0 = time.process_time()
+        again = cat.scan(root)
+        cpu = time.process_time() - c0
+    return {"empty_folders": n, "empty_cold_scan_s": round(cold.seconds, 3), "empty_rescan_s": round(again.seconds, 3),
+            "empty_rescan_cpu_s": round(cpu, 3), "empty_rescan_units": again.units}
+
+
 def _timed(fn, reps: int, before=None) -> tuple[float, float, int, float]:
     """(median ms, p95 ms, result length, median CPU ms) of ``reps`` calls; ``before`` runs untimed before each.
 
@@ -102,10 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="1,000 trajectories instead of 10,000")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--dir", type=Path, default=None, help="where to generate (default data/bench/catalog_scan)")
+    ap.add_argument("--empty-folders", type=int, default=None,
+                    help="empty folders to scan and rescan (default 50,000; --quick 5,000; 0: skip)")
     args = ap.parse_args(argv)
     n = 1_000 if args.quick else 10_000
     n_broken = max(5, n // 200)
     reps = 15 if args.quick else 30
+    n_empty = args.empty_folders if args.empty_folders is not None else (5_000 if args.quick else 50_000)
     root = (args.dir or REPO / "data" / "bench" / "catalog_scan") / f"n{n}"
 
     t0 = time.perf_counter()
@@ -207,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         "query_cold_meets_target": q_cold[0] <= QUERY_TARGET_MS,
         "query_after_score_meets_target": q_scored[0] <= QUERY_TARGET_MS,
         "query_warm_meets_target": max(q_all[0], q_psucc[0], q_search[0], q_filter[0]) <= QUERY_TARGET_MS,
+        **(empty_folders(root.parent, n_empty) if n_empty else {}),
         "load_average_1min": round(os.getloadavg()[0], 2),
         "cpu_count": os.cpu_count(),
     }

@@ -18,6 +18,7 @@ import sys
 
 from gui_app import __version__
 from gui_app.core.errors import RollscopeError, clip
+from gui_app.core.safety import printable
 
 # name -> (module, one-line help). Plain `rollscope` with no subcommand opens the GUI.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except RollscopeError as exc:
-        print(f"rollscope: error: {exc}", file=sys.stderr)
+        print(f"rollscope: error: {printable(exc)}", file=sys.stderr)  # it may quote a file: never raw
         return 1
     except KeyboardInterrupt:
         print("rollscope: interrupted", file=sys.stderr)
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("ROLLSCOPE_DEBUG"):
             raise
         print(f"rollscope: internal error (please report it; ROLLSCOPE_DEBUG=1 shows where): "
-              f"{clip(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+              f"{printable(clip(f'{type(exc).__name__}: {exc}'))}", file=sys.stderr)
         return 70  # EX_SOFTWARE
 
 

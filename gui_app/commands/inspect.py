@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     apply_tasks_root(args)
     from gui_app.core import formats, video
     from gui_app.core.errors import VideoError
+    from gui_app.core.safety import printable
 
     traj = formats.load(args.path, args.fmt, library_root=args.root)
     if traj.video is not None and (traj.video.fps is None or traj.video.frames is None):
@@ -54,18 +55,21 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, ensure_ascii=False))
         return 0
+    # Ids, instructions, actions and paths come from the file: printed escaped, they cannot drive the terminal or
+    # forge a line (an instruction ending "\noutcome: success=True").
+    t = printable
     out = info["outcome"]
-    print(f"{info['id']}  [{info['format']}]  {traj.source_path}")
-    print(f"  instruction: {info['instruction'] or '(none)'}")
-    print(f"  outcome:     success={out['success']} score={out['score']} source={out['source']}")
+    print(f"{t(info['id'])}  [{t(info['format'])}]  {t(traj.source_path)}")
+    print(f"  instruction: {t(info['instruction'] or '(none)')}")
+    print(f"  outcome:     success={out['success']} score={out['score']} source={t(out['source'])}")
     if info["video"]:
         vi = info["video"]
-        print(f"  video:       {vi['path']} ({vi['width']}x{vi['height']}, {vi['fps']} fps, {vi['frames']} frames)")
+        print(f"  video:       {t(vi['path'])} ({vi['width']}x{vi['height']}, {vi['fps']} fps, {vi['frames']} frames)")
     al = info["alignment"]
     if al["method"]:
         conf = "n/a" if al["mean_confidence"] is None else f"{al['mean_confidence']:.2f}"
         offset = "" if al["offset"] is None else f", wall clock offset {al['offset']:.2f} s into the video"
-        print(f"  alignment:   {al['method']} (mean confidence {conf}{offset})")
+        print(f"  alignment:   {t(al['method'])} (mean confidence {conf}{offset})")
         if al["low_confidence_steps"]:
             low = ", ".join(str(k) for k in al["low_confidence_steps"])
             print(f"               low confidence: step{'s' if len(al['low_confidence_steps']) > 1 else ''} {low} "
@@ -73,9 +77,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  steps:       {info['n_steps']}")
     low = set(al["low_confidence_steps"])
     for s in traj.steps:
-        t = "      -" if s.t_start is None else f"{s.t_start:6.2f}s"
+        ts = "      -" if s.t_start is None else f"{s.t_start:6.2f}s"
         flag = "?" if s.index in low else " "
-        print(f"    {s.index:3d} {t}{flag} {s.action_type:<12} {s.action[:80]}")
+        print(f"    {s.index:3d} {ts}{flag} {t(s.action_type):<12} {t(s.action[:80])}")
     for w in info["warnings"]:
-        print(f"  warning: {w}")
+        print(f"  warning: {t(w)}")
     return 0

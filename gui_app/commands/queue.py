@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from gui_app.commands.labels import add_store_arguments, open_store_from
+from gui_app.core.safety import printable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,9 +57,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.queue_command == "build":
             from gui_app.core.catalog import Catalog
+            from gui_app.core.library import open_library_catalog
 
-            path = Path(args.catalog) if args.catalog else Path(args.root) / ".rollscope" / "catalog.sqlite"
-            catalog = Catalog(path)
+            # the library's catalog where `rollscope scan` and the app keep it (beside the settings when read-only)
+            catalog = Catalog(args.catalog) if args.catalog else open_library_catalog(args.root)
+            path = catalog.db_path
             try:
                 rows = catalog.query(args.text, limit=None)
                 order = [o.strip() for o in args.order.split(",") if o.strip()]
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
                         raise AnnotationError("", "--models", str(exc), source=str(path)) from exc
                     if not args.json:
-                        print(f"models disagree: {pair[0]} vs {pair[1]}: {len(gaps)} run(s)")
+                        print(f"models disagree: {printable(pair[0])} vs {printable(pair[1])}: {len(gaps)} run(s)")
             finally:
                 catalog.close()
             annotators = [a.strip() for a in args.annotators.split(",") if a.strip()]
@@ -94,14 +96,14 @@ def run(args: argparse.Namespace) -> int:
             prog = LabelQueue(store, args.name).progress()
             lines = [f"queue {args.name!r}: {prog['items_done']}/{prog['items']} items fully labelled, "
                      f"{prog['done']}/{prog['assignments']} assignments done"]
-            lines += [f"  {a}: {d['done']}/{d['assigned']}" for a, d in prog["by_annotator"].items()]
+            lines += [f"  {printable(a)}: {d['done']}/{d['assigned']}" for a, d in prog["by_annotator"].items()]
             print(json.dumps(prog) if args.json else "\n".join(lines))
         else:
             it = LabelQueue(store, args.name).claim(args.annotator)
             obj = None if it is None else {"position": it.position, "trajectory_id": it.trajectory_id,
                                            "key": it.key}
             print(json.dumps(obj) if args.json else ("(queue done)" if it is None else
-                                                      f"{it.trajectory_id}\t{it.key or ''}"))
+                                                      f"{printable(it.trajectory_id)}\t{printable(it.key or '')}"))
     finally:
         store.close()
     return 0

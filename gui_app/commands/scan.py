@@ -3,12 +3,17 @@
 Units that fail to load are listed (path and error), and what the walk did not recognise is counted with a few
 example paths; neither changes the exit status. Only a missing DIR or an unusable catalog ends the command with
 status 1.
+
+The catalog is ``DIR/.rollscope/catalog.sqlite``, or, when DIR cannot be written, the one the app keeps for DIR beside
+the settings (:func:`gui_app.core.library.library_catalog_path`). A damaged catalog is set aside and rebuilt, with a
+note saying so (its model scores are lost).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from gui_app.commands.options import add_tasks_root, apply_tasks_root
@@ -28,16 +33,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     apply_tasks_root(args)
     from gui_app.commands.progress import bar
-    from gui_app.core.catalog import Catalog
+    from gui_app.core.catalog import open_for_scan
     from gui_app.core.errors import CatalogError
+    from gui_app.core.library import library_catalog_path
+    from gui_app.core.safety import printable, why_missing
 
     root = Path(args.dir)
     if not root.exists():
-        raise CatalogError(f"{root}: no such file or directory; nothing to scan")
+        raise CatalogError(f"{root}: {why_missing(root)}; nothing to scan")
     if args.catalog:
-        catalog = Catalog(args.catalog)
+        catalog, note = open_for_scan(args.catalog)
     else:
-        catalog = Catalog.for_root(root if root.is_dir() else root.parent)
+        library = root if root.is_dir() else root.parent
+        catalog, note = open_for_scan(library_catalog_path(library, write=True), library)
+    if note is not None:
+        print(f"rollscope: note: {printable(note)}", file=sys.stderr)
 
     pbar = bar(None, desc="scanning", json_mode=args.json)
 
@@ -60,22 +70,22 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = {"trajectories": report.trajectories, "by_format": report.by_format, "errors": report.errors,
                "seconds": round(report.seconds, 3), "skipped": report.skipped, "units": report.units,
-               "removed": report.removed, "catalog": str(catalog.db_path),
+               "removed": report.removed, "catalog": str(catalog.db_path), "notes": [note] if note else [],
                "unrecognised": {"count": report.unrecognised, "examples": report.unrecognised_examples}}
         print(json.dumps(out, ensure_ascii=False))
         return 0
     formats = ", ".join(f"{name} {n}" for name, n in sorted(report.by_format.items())) or "none"
     print(f"{report.trajectories} trajectories in {report.units} units ({formats}) in {report.seconds:.2f} s")
     print(f"  {report.units - report.skipped} read, {report.skipped} unchanged, {report.removed} removed; "
-          f"catalog: {catalog.db_path}")
+          f"catalog: {printable(catalog.db_path)}")
     if report.unrecognised:
         print(f"  {report.unrecognised} file(s) or folder(s) not recognised as trajectories, e.g.:")
-        for ex in report.unrecognised_examples:
-            print(f"    {ex}")
+        for ex in report.unrecognised_examples:  # file names: a name may hold an escape sequence or a newline
+            print(f"    {printable(ex)}")
     if report.errors:
         print(f"  {len(report.errors)} unit(s) could not be read:")
         for err in report.errors:
             # Most errors already start with the file they name; prefix the unit only when they do not.
             text = err["error"] if err["error"].startswith(err["path"]) else f"{err['path']}: {err['error']}"
-            print(f"    {text}")
+            print(f"    {printable(text)}")
     return 0

@@ -19,6 +19,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from gui_app.commands.options import add_tasks_root, apply_tasks_root
+from gui_app.core.safety import printable
 
 if TYPE_CHECKING:
     from gui_app.core.scoring import ScoreOutcome
@@ -92,8 +93,14 @@ def run(args: argparse.Namespace) -> int:
     catalog = None
     if args.catalog:
         from gui_app.core.catalog import Catalog
+        from gui_app.core.errors import RollscopeError
 
         catalog = Catalog(args.catalog)
+        try:
+            catalog.check()  # a damaged catalog is named now, not after the scoring it would lose
+        except RollscopeError:
+            catalog.close()
+            raise
     paths = expand(args.paths)
     if catalog is not None:  # the catalog keys units by absolute path (scan): scores must land on those rows
         import os
@@ -140,7 +147,7 @@ def print_outcome(oc: ScoreOutcome, as_json: bool) -> None:
     if oc.result is None:
         # Errors name their file already; prefix the item only when they do not.
         text = oc.error if (oc.error or "").startswith(oc.key) else f"{oc.key}: {oc.error}"
-        print(f"rollscope: error: {text}", file=sys.stderr, flush=True)
+        print(f"rollscope: error: {printable(text)}", file=sys.stderr, flush=True)
     if as_json:
         print(json.dumps(oc.to_json(), ensure_ascii=False), flush=True)
     elif oc.result is not None:
@@ -150,6 +157,7 @@ def print_outcome(oc: ScoreOutcome, as_json: bool) -> None:
             verdict = f"unknown (the model would say {verdict})"
         p = "?" if r.p_success is None else f"{r.p_success:.3f}"
         ms = "" if r.seconds is None else f"; {r.seconds * 1000:.0f} ms"
-        print(f"{oc.key}: p_success={p} -> {verdict}; tokens {r.tokens_kept}/{r.tokens_total}{ms}", flush=True)
+        print(f"{printable(oc.key)}: p_success={p} -> {verdict}; tokens {r.tokens_kept}/{r.tokens_total}{ms}",
+              flush=True)
         for w in r.warnings:
-            print(f"  note: {w}", flush=True)
+            print(f"  note: {printable(w)}", flush=True)

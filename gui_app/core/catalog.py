@@ -3,8 +3,10 @@
 A catalog lives in ``ROOT/.rollscope/catalog.sqlite`` (:meth:`Catalog.for_root`) or at any path. :meth:`Catalog.scan`
 walks a tree with :func:`gui_app.core.formats.find_units`, loads each unit with its importer and records one row per
 trajectory (or one row carrying the load error for a unit that does not load). Rescans skip units whose size and
-modification time did not change and drop the rows of units that disappeared. :meth:`Catalog.query` serves the
-library view: filtered, sorted and searched rows with the latest reward-model score joined.
+modification time did not change and drop the rows of units that disappeared; the walk itself reuses what it decided
+for every folder whose modification time and direct entries did not change (table ``folders``), rather than asking
+every importer about it again. :meth:`Catalog.query` serves the library view: filtered, sorted and searched rows
+with the latest reward-model score joined.
 
 Rows are keyed by what :func:`gui_app.core.formats.load` accepts: the unit path, or ``PATH#N`` for the N-th
 trajectory of a multi-trajectory file. Each row also carries its library key (``ref``: the unit's path relative to
@@ -16,6 +18,11 @@ migration runner (:mod:`gui_app.core.db`, shared with the annotation store), so 
 version. The database runs in WAL mode, so the library view can read while a scan writes from a worker thread; every
 thread gets its own connection. Every method raises :class:`~gui_app.core.errors.CatalogError` (never a raw
 ``sqlite3`` error), naming the file.
+
+A damaged file (SQLite finds it malformed, a text no longer decodes, it is no longer a database) raises
+:class:`~gui_app.core.errors.CatalogDamagedError`. The catalog is derived data: :func:`open_for_scan` sets a damaged
+file aside (``catalog.sqlite.damaged-<time>``, never deleted) and starts a new one that the scan fills again; only
+the model scores it held are lost. The label store is a separate file and is never set aside.
 """
 
 from __future__ import annotations
@@ -23,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat
 import threading
 import time
 from collections import defaultdict
@@ -36,7 +42,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gui_app.core import db
-from gui_app.core.errors import CatalogError, RollscopeError, clip
+from gui_app.core.errors import CatalogDamagedError, CatalogError, RollscopeError, clip
+from gui_app.core.formats import FolderWalk, signature
 from gui_app.core.identity import library_key
 from gui_app.core.score import Score, verdict
 from gui_app.core.trajectory import Trajectory
@@ -54,7 +61,24 @@ _UNRECOGNISED_EXAMPLES = 5
 _BATCH_UNITS = 256
 _BATCH_SECONDS = 1.0
 
-_FILTER_KEYS = {"format", "success", "has_error", "task", "min_p_success", "max_p_success", "scored"}
+_FILTER_KEYS = {"format", "success", "has_error", "task", "min_p_success", "max_p_success", "scored", "label_refs"}
+# A row's outcome and the reward model's verdict in words, searched with its text ("fail" finds the failures).
+_SEARCH_FACTS = ("(CASE WHEN t.error IS NOT NULL THEN 'error' WHEN t.success = 1 THEN 'success' "
+                 "WHEN t.success = 0 THEN 'failure' ELSE '' END || ' ' || "
+                 "CASE WHEN t.model_unknown = 1 THEN 'unknown' WHEN t.model_success = 1 THEN 'success' "
+                 "WHEN t.model_success = 0 THEN 'failure' WHEN t.threshold IS NULL OR t.p_success IS NULL THEN '' "
+                 "WHEN t.p_success >= t.threshold THEN 'success' ELSE 'failure' END)")
+
+# What SQLite says of a damaged file (flipped bytes, a truncated page, a dropped table): the catalog is set aside and
+# rebuilt rather than read on. Locked, read-only or missing files are not damage.
+_DAMAGE = ("malformed", "not a database", "could not decode", "corrupt", "no such table", "file is encrypted")
+
+
+def _is_damage(exc: BaseException) -> bool:
+    if isinstance(exc, UnicodeDecodeError):  # a text whose bytes were flipped, where sqlite3 decodes it in Python
+        return True
+    return isinstance(exc, sqlite3.DatabaseError) and any(m in str(exc).lower() for m in _DAMAGE)
+
 
 # The latest score's p_success and first_error_step are columns of the trajectory row (kept by triggers from
 # latest_scores, migration 4): library queries read one table. info() still joins for the model and time.
@@ -233,29 +257,6 @@ ProgressFn = Callable[[int, int | None, str], None]
 CancelFn = Callable[[], bool]
 
 
-def _signature(path: str) -> tuple[int, int, int]:
-    """(size, mtime_ns, n_entries) of a unit, cheap enough to compute for every unit on every rescan.
-
-    A directory unit counts its own mtime (it changes when entries are added, removed or atomically replaced) and
-    the mtimes and sizes of its direct entries; deeper files (``frames/*.png``) are covered by their folder's mtime.
-    """
-    st = os.stat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        return st.st_size, st.st_mtime_ns, 1
-    size, mtime, n = 0, st.st_mtime_ns, 0
-    with os.scandir(path) as it:
-        for e in it:
-            n += 1
-            try:
-                est = e.stat()
-            except OSError:  # a dangling symlink: counted, but has no size or mtime of its own
-                continue
-            mtime = max(mtime, est.st_mtime_ns)
-            if e.is_file():
-                size += est.st_size
-    return size, mtime, n
-
-
 def _error_text(exc: BaseException) -> str:
     # Our own errors already name file, line and field; anything else is an importer bug, so say what kind.
     return clip(str(exc) if isinstance(exc, RollscopeError) else f"{type(exc).__name__}: {exc}")
@@ -341,12 +342,14 @@ class Catalog:
             conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False, timeout=30.0,
                                    detect_types=sqlite3.PARSE_COLNAMES)
         except sqlite3.Error as exc:
-            raise CatalogError(f"{self.db_path}: cannot open the catalog: {exc}") from exc
+            raise self._failure(exc, "open the catalog") from exc
         try:
             # Check what the file is before switching it to WAL: a foreign or newer file is left untouched.
             try:
                 db.check_version(conn, MIGRATIONS)
             except db.MigrationError as exc:
+                if exc.__cause__ is not None and self._damaged(exc.__cause__):
+                    raise CatalogDamagedError(self.db_path, str(exc.__cause__)) from exc
                 raise CatalogError(f"{self.db_path}: {exc}") from exc
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
@@ -355,7 +358,7 @@ class Catalog:
                 # every commit: 4.5 ms per set_score here against 0.08 ms.
                 conn.execute("PRAGMA synchronous=NORMAL")
             except sqlite3.Error as exc:
-                raise CatalogError(f"{self.db_path}: cannot open the catalog: {exc}") from exc
+                raise self._failure(exc, "open the catalog") from exc
         except CatalogError:
             conn.close()
             raise
@@ -364,10 +367,31 @@ class Catalog:
             self._conns.append(conn)
         return conn
 
+    def _damaged(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says this catalog is damaged. A file that is "not a database" counts only when it starts as
+        SQLite's do (its header was damaged): anything else at the path is not ours to set aside."""
+        if not _is_damage(exc):
+            return False
+        if "not a database" not in str(exc).lower():
+            return True
+        try:
+            with open(self.db_path, "rb") as fh:
+                return fh.read(16) == b"SQLite format 3\x00"
+        except OSError:
+            return False
+
+    def _failure(self, exc: BaseException, what: str) -> CatalogError:
+        """The domain error for a failed SQLite call: :class:`CatalogDamagedError` when the file is damaged."""
+        if self._damaged(exc):
+            return CatalogDamagedError(self.db_path, str(exc))
+        return CatalogError(f"{self.db_path}: cannot {what}: {exc}")
+
     def _migrate(self, conn: sqlite3.Connection) -> None:
         try:
             db.migrate(conn, MIGRATIONS)
         except db.MigrationError as exc:
+            if exc.__cause__ is not None and self._damaged(exc.__cause__):
+                raise CatalogDamagedError(self.db_path, str(exc.__cause__)) from exc
             raise CatalogError(f"{self.db_path}: {exc}") from exc
         self._backfill_refs(conn)
 
@@ -375,10 +399,8 @@ class Catalog:
         """Give rows written before library keys existed (migration 6) their key; a no-op once every row has one.
         Not a SQL migration: the key is the row's path relative to the library root, which only this object
         knows."""
-        try:
+        with self._reading():
             rows = conn.execute("SELECT key FROM trajectories WHERE ref IS NULL").fetchall()
-        except sqlite3.Error as exc:
-            raise CatalogError(f"{self.db_path}: cannot read the catalog: {exc}") from exc
         if not rows:
             return
 
@@ -395,9 +417,11 @@ class Catalog:
             fn()
             conn.execute("UPDATE meta SET rows_version = rows_version + 1")
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if self._damaged(exc):
+                raise CatalogDamagedError(self.db_path, str(exc)) from exc
             raise CatalogError(f"{self.db_path}: {what}: {exc}") from exc
 
     @property
@@ -407,11 +431,36 @@ class Catalog:
 
     @contextmanager
     def _reading(self, what: str = "read the catalog") -> Iterator[None]:
-        """Turn a ``sqlite3`` error into a :class:`CatalogError` naming the file (callers see domain errors only)."""
+        """Turn a ``sqlite3`` error into a :class:`CatalogError` naming the file (callers see domain errors only);
+        a damaged file's into a :class:`CatalogDamagedError`."""
         try:
             yield
-        except sqlite3.Error as exc:
-            raise CatalogError(f"{self.db_path}: cannot {what}: {exc}") from exc
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise self._failure(exc, what) from exc
+
+    def check(self) -> None:
+        """Look for damage: SQLite's ``PRAGMA quick_check``, then every text the catalog holds read back (a flipped
+        byte inside a text leaves the pages sound but the text undecodable, which ``quick_check`` does not see).
+        Reads the whole file: a scan runs it, a query does not.
+
+        Raises:
+            CatalogDamagedError: the file is damaged.
+            CatalogError: it cannot be read.
+        """
+        with self._reading("check the catalog"):
+            conn = self._conn()
+            found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+            if found != ["ok"]:
+                raise CatalogDamagedError(self.db_path, "; ".join(found))
+            tables = [t for (t,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+            for table in tables:
+                cols = [c[1] for c in conn.execute(f'PRAGMA table_info("{table}")')
+                        if "TEXT" in str(c[2]).upper() or not c[2]]
+                if cols:
+                    select = ", ".join(f'"{c}"' for c in cols)
+                    for _ in conn.execute(f'SELECT {select} FROM "{table}"'):
+                        pass
 
     def close(self) -> None:
         """Close every connection this catalog opened (in any thread)."""
@@ -463,8 +512,12 @@ class Catalog:
             if len(report.unrecognised_examples) < _UNRECOGNISED_EXAMPLES:
                 report.unrecognised_examples.append(f"{path} ({why})")
 
+        with self._reading():
+            walked_before = self._known_folders(conn, str(root))
+        seen: dict[str, FolderWalk] = {}
         units: list[tuple[str, Any]] = []
-        for unit, imp in formats.find_units(root, unrecognised=passed_over):
+        for unit, imp in formats.find_units(root, unrecognised=passed_over, memo=None if force else walked_before,
+                                            seen=seen):
             if cancel is not None and cancel():
                 report.cancelled = True
                 break
@@ -486,7 +539,8 @@ class Catalog:
                 break
             err: str | None
             try:
-                sig = _signature(path)
+                walked = seen.get(path)
+                sig = walked.signature if walked is not None else signature(path)  # a folder's: listed by the walk
             except OSError as exc:
                 # Vanished or unreadable between the walk and now: record it like any unit that does not load.
                 sig, trajs, err = (0, 0, 0), None, f"{path}: cannot read: {exc.strerror or exc}"
@@ -512,6 +566,7 @@ class Catalog:
         if batch:
             self._write_units(conn, batch)
 
+        self._write_folders(conn, walked_before, seen, complete=not report.cancelled)
         if not report.cancelled:
             # Only a complete walk tells which units are gone. A folder's own catalog (FOLDER/.rollscope) holds
             # that folder only: rows from elsewhere were indexed before the folder was copied or moved here.
@@ -562,6 +617,39 @@ class Catalog:
         rows = conn.execute(f"SELECT path, size, mtime_ns, n_entries, format FROM files WHERE {where}", args)
         return {p: (s, m, n, f) for p, s, m, n, f in rows}
 
+    def _known_folders(self, conn: sqlite3.Connection, root: str) -> dict[str, FolderWalk]:
+        where, args = self._under(root)
+        out = {}
+        for path, size, mtime, n, importer, files in conn.execute(
+                f"SELECT path, size, mtime_ns, n_entries, importer, files FROM folders WHERE {where}", args):
+            try:
+                decided = {} if files == "{}" else json.loads(files)  # most folders hold no file
+            except ValueError:  # not what we wrote: that folder is walked afresh
+                continue
+            if isinstance(decided, dict):
+                out[path] = FolderWalk((size, mtime, n), importer, decided)
+        return out
+
+    def _write_folders(self, conn: sqlite3.Connection, memo: dict[str, FolderWalk], seen: dict[str, FolderWalk],
+                       complete: bool) -> None:
+        """Keep this walk's decisions (``seen``) for the next one: those that changed since the last (``memo``, the
+        folders under this walk's root), and, after a complete walk, forget the folders it no longer found."""
+        now = time.time()
+        changed = [(p, w.signature[0], w.signature[1], w.signature[2], w.importer, json.dumps(w.files), now)
+                   for p, w in seen.items() if memo.get(p) != w]
+        gone = [(p,) for p in memo if p not in seen] if complete else []
+        if not changed and not gone:
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT OR REPLACE INTO folders VALUES (?,?,?,?,?,?,?)", changed)
+            conn.executemany("DELETE FROM folders WHERE path = ?", gone)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._failure(exc, "write the catalog") from exc
+
     def _stored_counts(self, conn: sqlite3.Connection, root: str) -> dict[str, tuple[str | None, int, str | None]]:
         where, args = self._under(root)
         rows = conn.execute(
@@ -593,10 +681,11 @@ class Catalog:
     def _carry_scores(self, conn: sqlite3.Connection, paths: list[str]) -> None:
         """Before the rows of vanished units go, give their scores to the rows now holding the same library key:
         the library moved (or was copied) with its ``.rollscope``, its units did not change."""
-        moves = conn.execute(
-            "SELECT old.key, new.key FROM trajectories old JOIN trajectories new ON new.ref = old.ref "
-            f"AND new.key != old.key WHERE old.path IN ({','.join('?' * len(paths))}) "
-            "AND new.path NOT IN (SELECT value FROM json_each(?))", (*paths, json.dumps(paths))).fetchall()
+        with self._reading():
+            moves = conn.execute(
+                "SELECT old.key, new.key FROM trajectories old JOIN trajectories new ON new.ref = old.ref "
+                f"AND new.key != old.key WHERE old.path IN ({','.join('?' * len(paths))}) "
+                "AND new.path NOT IN (SELECT value FROM json_each(?))", (*paths, json.dumps(paths))).fetchall()
         if not moves:
             return
 
@@ -661,10 +750,14 @@ class Catalog:
     def _where(text: str, filters: dict[str, Any] | None) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         args: list[Any] = []
-        # Text search: every word must occur in the lower-cased id/instruction/task (instr: no LIKE escaping).
+        # Text search: every word must occur in the lower-cased id/instruction/task (instr: no LIKE escaping), the
+        # outcome or the model's verdict in words, or (filter ``label_refs``: {word: library keys}, what the label
+        # store matched) the row's labels.
+        label_refs = (filters or {}).get("label_refs") or {}
         for word in text.lower().split():
-            clauses.append("instr(t.search, ?) > 0")
-            args.append(word)
+            clauses.append(f"instr(t.search, ?) > 0 OR instr({_SEARCH_FACTS}, ?) > 0"
+                           + (" OR t.ref IN (SELECT value FROM json_each(?))" if word in label_refs else ""))
+            args.extend([word, word, *([json.dumps(list(label_refs[word]))] if word in label_refs else [])])
         f = dict(filters or {})
         unknown = set(f) - _FILTER_KEYS
         if unknown:
@@ -741,9 +834,12 @@ class Catalog:
         which for a full 10,000-row list is several times faster than SQLite's sorter carrying every column.
 
         Args:
-            text: words that must all occur (case-insensitively) in the id, instruction or task.
+            text: words that must all occur (case-insensitively) in the id, instruction or task, the outcome or
+                the model's verdict (``success``, ``failure``, ``unknown``, ``error``), or the labels ``label_refs``
+                matched.
             filters: any of ``format`` (a name or a list), ``success`` (True, False, or None / 'unknown'),
-                ``has_error`` (bool), ``task``, ``min_p_success``, ``max_p_success``, ``scored`` (bool).
+                ``has_error`` (bool), ``task``, ``min_p_success``, ``max_p_success``, ``scored`` (bool),
+                ``label_refs`` ({word: library keys} whose labels hold the word, from the label store).
             order_by: a :class:`CatalogRow` field; text sorts ignore case, ties break by key.
             descending: reverse the order (missing values still sort last).
             limit: at most this many rows (all when None).
@@ -893,7 +989,7 @@ class Catalog:
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise CatalogError(f"{self.db_path}: cannot write a score: {exc}") from exc
+            raise self._failure(exc, "write a score") from exc
 
     def ood_scores(self) -> dict[str, float]:
         """The out-of-distribution measure of each key's latest score (keys never scored, or scored before the
@@ -965,6 +1061,60 @@ class Catalog:
             if v_a is not None and v_b is not None and v_a != v_b:
                 out.append(ModelDisagreement(key, p_a, p_b, v_a, v_b))
         return sorted(out, key=lambda d: (-d.gap, d.key))
+
+
+# The files of one SQLite database: the file itself, and those beside it that belong to it.
+_DB_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def set_aside(db_path: str | Path) -> Path:
+    """Rename a damaged catalog (with its ``-wal`` and ``-shm`` files) to ``NAME.damaged-<time>`` beside it, for
+    whoever wants to look at it; returns the new name. Nothing is deleted.
+
+    Raises:
+        CatalogError: the file is the label store (labels are never set aside: they are not derived data), or it
+            cannot be renamed.
+    """
+    from gui_app.core.store import STORE_FILENAME
+
+    path = Path(db_path)
+    if path.name == STORE_FILENAME:
+        raise CatalogError(f"{path}: this is the label store, not a catalog; it is never set aside")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while any(os.path.lexists(f"{aside}{s}") for s in _DB_SUFFIXES):
+        n += 1
+        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    try:
+        for suffix in _DB_SUFFIXES:  # the database first: its -wal is only ever read beside it
+            if os.path.lexists(f"{path}{suffix}"):
+                os.rename(f"{path}{suffix}", f"{aside}{suffix}")
+    except OSError as exc:
+        raise CatalogError(f"{path}: the catalog is damaged and cannot be set aside: {exc.strerror or exc}") from exc
+    return aside
+
+
+def open_for_scan(db_path: str | Path, library_root: str | Path | None = None) -> tuple[Catalog, str | None]:
+    """The catalog a scan writes to, checked (:meth:`Catalog.check`); a damaged one is set aside (:func:`set_aside`)
+    and a new one created, for the scan to fill. Returns (catalog, a note saying so, or None).
+
+    Raises:
+        CatalogError: the catalog cannot be opened or created for another reason (a newer schema, no permission).
+    """
+    catalog: Catalog | None = None
+    try:
+        catalog = Catalog(db_path, library_root)
+        catalog.check()
+        return catalog, None
+    except CatalogDamagedError as exc:
+        if catalog is not None:
+            catalog.close()
+        aside = set_aside(db_path)
+        note = (f"{db_path}: the catalog was damaged ({exc.reason}); set aside as {aside.name} and rebuilt by this "
+                "scan. The model scores it held are lost: score the library again")
+        return Catalog(db_path, library_root), note
+
 
 def _row(r: tuple[Any, ...]) -> CatalogRow:
     """A row from the tuple of :data:`_COLUMNS` (success already a bool, see :data:`_BOOL_TYPE`)."""

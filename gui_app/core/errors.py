@@ -73,3 +73,19 @@ class VideoError(RollscopeError):
 
 class CatalogError(RollscopeError):
     """The catalog database cannot be opened or is of an unknown schema."""
+
+
+class CatalogDamagedError(CatalogError):
+    """The catalog file is damaged (SQLite finds it malformed, a text in it no longer decodes, it is no longer a
+    database at all). The catalog is derived data: ``rollscope scan`` sets the file aside and rebuilds it from the
+    library; only the model scores in it are lost.
+
+    Args:
+        path: the catalog file.
+        reason: what was found, in words.
+    """
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path, self.reason = str(path), clip(reason, 300)
+        super().__init__(f"{path}: the catalog is damaged ({self.reason}); `rollscope scan` sets it aside and "
+                         "rebuilds it (the model scores in it are lost; labels are kept apart and are not touched)")

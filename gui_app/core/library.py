@@ -12,20 +12,23 @@ Plain Python: the Qt session (:mod:`gui_app.qt.session`) holds the :class:`Libra
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gui_app.core.annotation import Annotation
-from gui_app.core.catalog import Catalog, CatalogRow
+from gui_app.core.catalog import CATALOG_DIR, CATALOG_NAME, Catalog, CatalogRow
 from gui_app.core.errors import CatalogError, RollscopeError
 from gui_app.core.settings import config_dir
 from gui_app.core.store import AnnotationStore, open_store
+from gui_app.core.taxonomy import Taxonomy
 
 LabelStatusFn = Callable[[Sequence[CatalogRow]], dict[str, str]]  # rows -> {key: status text}
+LabelSearchFn = Callable[[str], dict[str, list[str]]]  # search text -> {word: library keys whose labels hold it}
 
-_BULK_STATUS = 50  # more labelled ids than this in one call: read the whole store once instead of per id
+_BULK_STATUS = 1000  # more rows than this in one call (a whole library sorted by status): read the whole store once
 
 
 @dataclass
@@ -98,10 +101,56 @@ def catalog_for(path: str | Path) -> tuple[Catalog, Path]:
             return Catalog.for_root(root), root
         except CatalogError:
             pass  # e.g. a read-only folder: keep its index beside the settings instead
-    digest = hashlib.sha1(str(root).encode()).hexdigest()[:16]
     # Library keys are relative to where the labels go: one trajectory labels into the folder holding it.
-    return Catalog(config_dir() / "catalogs" / f"{digest}.sqlite", library_root=root.parent if single else root), \
-        root
+    return Catalog(settings_catalog_path(root), library_root=root.parent if single else root), root
+
+
+def settings_catalog_path(root: Path) -> Path:
+    """The catalog of ``root`` (resolved) kept beside the settings: a single trajectory's, or a read-only folder's."""
+    digest = hashlib.sha1(str(root).encode()).hexdigest()[:16]
+    return config_dir() / "catalogs" / f"{digest}.sqlite"
+
+
+def _can_write(catalog: Path) -> bool:
+    """Whether a catalog can be kept at ``catalog``: its folder (or, while it does not exist, the library folder) can
+    be written, and so can the file when it exists. A read-only disk answers no as well (``access`` sees EROFS)."""
+    folder = catalog.parent if catalog.parent.exists() else catalog.parent.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    return not catalog.exists() or os.access(catalog, os.W_OK)
+
+
+def library_catalog_path(root: str | Path, write: bool = False) -> Path:
+    """The catalog file of the library folder ``root`` by the app's rule (:func:`catalog_for`), for the command-line
+    tools: ``ROOT/.rollscope/catalog.sqlite``, or beside the settings when the folder cannot be written (a read-only
+    disk, another user's folder), so that ``rollscope scan`` and the app keep one catalog.
+
+    Args:
+        write: the catalog is to be written (a scan): a read-only folder always gets the one beside the settings.
+            Readers take that one when it exists, else an older one inside the folder.
+    """
+    own = Path(root) / CATALOG_DIR / CATALOG_NAME
+    if _can_write(own):
+        return own
+    beside = settings_catalog_path(Path(root).resolve())
+    return beside if write or readable_file(beside) or not readable_file(own) else own
+
+
+def readable_file(path: Path) -> bool:
+    """``path.is_file()``, False where it cannot be looked at (a settings folder this user may not enter)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def open_library_catalog(root: str | Path, write: bool = False) -> Catalog:
+    """The catalog at :func:`library_catalog_path`, its library keys relative to ``root``.
+
+    Raises:
+        CatalogError: it cannot be opened or created.
+    """
+    return Catalog(library_catalog_path(root, write), library_root=root)
 
 
 def open_library(path: str | Path, store: str | None = None) -> Library:
@@ -143,28 +192,26 @@ def store_label_status(store: AnnotationStore) -> LabelStatusFn:
     """The label status of library rows from an annotation store.
 
     Status: ``final: <verdict>`` once adjudicated, else ``<verdict>`` for one annotator or ``N annotators``;
-    blank when unlabelled. The set of labelled ids is read once per call, then the annotations of those ids: one
-    query each for a page, one query for all of them when many rows are asked for (sorting a whole library).
+    blank when unlabelled. One store read per call, never one per row: the records of the rows' ids
+    (:meth:`AnnotationStore.annotations_of`) for a page, the whole store once when more than
+    :data:`_BULK_STATUS` rows are asked for (sorting a whole library).
 
     Raises (from the returned function):
         StoreError: the store cannot be read.
     """
 
     def status(rows: Sequence[CatalogRow]) -> dict[str, str]:
-        labelled = set(store.trajectory_ids())
-        wanted = {row.ref or row.id for row in rows} & labelled  # labels are keyed by the library key
-        by_id: dict[str, list[Annotation]] | None = None
-        if len(wanted) > _BULK_STATUS:
-            by_id = {}
-            for a in store.annotations():
-                if a.trajectory_id in wanted:
-                    by_id.setdefault(a.trajectory_id, []).append(a)
+        wanted = {row.ref or row.id for row in rows}  # labels are keyed by the library key
+        if not wanted:
+            return {}
+        found = store.annotations() if len(wanted) > _BULK_STATUS else store.annotations_of(wanted)
+        by_id: dict[str, list[Annotation]] = {}
+        for a in found:
+            if a.trajectory_id in wanted:
+                by_id.setdefault(a.trajectory_id, []).append(a)
         out: dict[str, str] = {}
         for row in rows:
-            tid = row.ref or row.id
-            if tid not in wanted:
-                continue
-            records = by_id.get(tid, []) if by_id is not None else store.annotations(tid)
+            records = by_id.get(row.ref or row.id, [])
             # A record with neither verdict nor labels is a trajectory merely opened in the label panel.
             anns = [a for a in records if a.verdict or a.labels]
             final = [a for a in anns if a.role == "adjudicator"]
@@ -178,6 +225,53 @@ def store_label_status(store: AnnotationStore) -> LabelStatusFn:
         return out
 
     return status
+
+
+def store_label_search(store: AnnotationStore) -> LabelSearchFn:
+    """What the library's search box finds in an annotation store: for each word of a search text, the library
+    keys whose records (any annotator's) hold it in their verdict, labels (codes and names), root cause, notes,
+    evidence, correction or step comments. The catalog takes the answer as its ``label_refs`` filter. One read of
+    the store per search.
+
+    Raises (from the returned function):
+        StoreError: the store cannot be read.
+    """
+
+    def search(text: str) -> dict[str, list[str]]:
+        words = sorted(set(text.lower().split()))
+        if not words:
+            return {}
+        found: dict[str, set[str]] = {w: set() for w in words}
+        taxonomies: dict[str, Taxonomy | None] = {}
+        for record in store.annotations():
+            said = _label_words(record, taxonomies)
+            for w in words:
+                if w in said:
+                    found[w].add(record.trajectory_id)
+        return {w: sorted(keys) for w, keys in found.items() if keys}
+
+    return search
+
+
+def _label_words(record: Annotation, taxonomies: dict[str, Taxonomy | None]) -> str:
+    """A record's labelled content as one lower-cased text, with the names of its labels from their bundled
+    taxonomy (read once per search into ``taxonomies``; a taxonomy not shipped here leaves the codes alone)."""
+    from gui_app.core import taxonomy
+
+    parts = [record.verdict, record.root_cause_module, record.root_cause_error_type, record.evidence,
+             record.correction_guidance, record.notes, record.mistake_agent,
+             *record.step_comments.values(), *(c.effect for c in record.cascading)]
+    for label in record.labels:
+        parts.append(label.replace("_", " ") + " " + label)
+        name = label.split(":", 1)[0] if ":" in label else ""
+        if name not in taxonomies:
+            file = taxonomy.bundled().get(name)
+            taxonomies[name] = taxonomy.load(file) if file is not None else None
+        known = taxonomies[name]
+        found = known.get(label) if known is not None else None
+        if found is not None:
+            parts.append(found.name)
+    return " ".join(p for p in parts if p).lower()
 
 
 def label_rank(status: str) -> int:

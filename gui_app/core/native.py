@@ -22,7 +22,9 @@ import fastjsonschema
 import jsonschema
 
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.safety import BadJSON, confine, container_problem, is_regular, parse_json, read_bytes
+from gui_app.core.images import image_problem
+from gui_app.core.safety import (BadJSON, confine, container_problem, is_regular, os_reason, parse_json, read_bytes,
+                                 why_missing)
 from gui_app.core.trajectory import Outcome, Step, Trajectory, VideoRef
 
 SCHEMA_VERSION = 1
@@ -140,11 +142,11 @@ def load(path: str | Path) -> Trajectory:
     try:
         text = read_bytes(file).decode("utf-8-sig")  # a regular file only; a BOM (Windows editors) is fine
     except OSError as exc:
-        raise TrajectoryFormatError(file, None, f"cannot read: {exc.strerror or exc}") from exc
+        raise TrajectoryFormatError(file, None, f"cannot read: {os_reason(exc)}") from exc
     except UnicodeDecodeError as exc:
         raise TrajectoryFormatError(file, None, f"not UTF-8 text: {exc}") from exc
     try:
-        doc = parse_json(text)
+        doc = parse_json(text, where=str(file))
     except BadJSON as exc:
         raise TrajectoryFormatError(file, None, exc.reason, line=exc.line) from None
     if not isinstance(doc, dict):
@@ -163,9 +165,13 @@ def load(path: str | Path) -> Trajectory:
             where = f"{file}: field 'steps[{s['index']}].screenshot'"
             shot = confine(_abs(root, kw["screenshot"]), warnings, where)  # only when loading for a user
             if shot is not None and not is_regular(shot):
-                warnings.append(f"{where}: file not found: {shot}" if not os.path.exists(shot) else
+                warnings.append(f"{where}: {_not_found(shot)}: {shot}" if not os.path.exists(shot) else
                                 f"{where}: not a regular file: {shot}")
                 shot = None if os.path.exists(shot) else shot
+            problem = image_problem(shot) if shot is not None else None
+            if problem is not None:  # measured from its header: never decoded
+                warnings.append(f"{where}: {problem}: {shot}; not used")
+                shot = None
             kw["screenshot"] = None if shot is None else str(shot)
         steps.append(Step(**kw))
     _check_times(file, steps, video, warnings)
@@ -189,6 +195,11 @@ def load(path: str | Path) -> Trajectory:
 MAX_SECONDS = 30 * 24 * 3600.0
 
 
+def _not_found(path: str | Path) -> str:
+    """Why a medium is missing: not found, or, for a link, a symlink loop or a broken link (and where it points)."""
+    return "file not found" if not os.path.islink(path) else why_missing(path)
+
+
 def _video(file: Path, path: Path, v: dict[str, Any], warnings: list[str]) -> VideoRef | None:
     """The recording named by ``video.path``, or None (with a warning) when it cannot be one.
 
@@ -201,7 +212,7 @@ def _video(file: Path, path: Path, v: dict[str, Any], warnings: list[str]) -> Vi
     if real is None:
         return None
     if not os.path.exists(real):
-        warnings.append(f"{where}: file not found: {path}")
+        warnings.append(f"{where}: {_not_found(path)}: {path}")
         return VideoRef(str(path), v.get("fps"), v.get("frames"), v.get("width"), v.get("height"))
     if not is_regular(real):
         warnings.append(f"{where}: not a regular file: {path}; recording not used")
