@@ -24,6 +24,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -46,6 +47,7 @@ SAMPLES = REPO / "resources" / "samples"
 REAL = REPO / "tests" / "fixtures" / "real"
 
 TEXT_SUFFIXES = (".json", ".jsonl", ".csv", ".txt", ".log", ".eval", ".ndjson")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
 
 
 # --- seeds -----------------------------------------------------------------------------------------------------
@@ -273,16 +275,178 @@ def mutate_dir_symlink(rng: random.Random, unit: Path, quick: bool) -> str:
     return f"{name} -> {os.readlink(folder / name)} added"
 
 
+# --- round two: what shows only when frames are decoded, a whole run is aligned or text reaches a terminal ---------
+
+_CLOCK_KEY = ("timestamp", "time", "t_start", "t_end", "created", "started", "ts")
+
+
+def _walk_set(doc: Any, want: Callable[[str, Any], bool], value: Callable[[Any], Any], rng: random.Random) -> int:
+    """Set ``value(old)`` into every dict entry of ``doc`` whose (key, old value) ``want`` accepts, each with
+    probability 1/2 (at least the first); returns how many were set."""
+    hits: list[tuple[dict, str]] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if want(str(k), x):
+                    hits.append((v, k))
+                walk(x)
+        elif isinstance(v, list):
+            for x in v[:2000]:
+                walk(x)
+
+    walk(doc)
+    n = 0
+    for i, (d, k) in enumerate(hits):
+        if i == 0 or rng.random() < 0.5:
+            d[k] = value(d[k])
+            n += 1
+    return n
+
+
+def _edit_json(target: Path, edit: Callable[[Any], int]) -> int:
+    """Apply ``edit`` to a JSON document or to every record of a JSON Lines file; returns the edits made."""
+    text = target.read_text(encoding="utf-8-sig")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        out, n = [], 0
+        for line in text.splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                out.append(line)
+                continue
+            n += edit(rec)
+            out.append(json.dumps(rec, ensure_ascii=False))
+        target.write_text("\n".join(out) + "\n", encoding="utf-8")
+        return n
+    n = edit(doc)
+    target.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return n
+
+
+def mutate_clock(rng: random.Random, target: Path, quick: bool) -> str:
+    """A wrong clock: a timestamp ten years early, at the epoch, or in the year 9999 (an unsynced VM)."""
+    name, shift = rng.choice([("10 years early", -10 * 365.25 * 86400), ("at 1970", None), ("in 9999", 253402300799.0),
+                              ("3 years late", 3 * 365.25 * 86400)])
+
+    def wrong(old: Any) -> Any:
+        if isinstance(old, (int, float)) and not isinstance(old, bool):
+            return 0 if shift is None else (shift if shift > 1e11 else old + shift)
+        if isinstance(old, str):
+            return "1970-01-01T00:00:00" if shift is None or shift < 0 else "9999-12-31T23:59:59"
+        return old
+
+    n = _edit_json(target, lambda d: _walk_set(d, lambda k, v: any(c in k.lower() for c in _CLOCK_KEY)
+                                               and isinstance(v, (int, float, str)), wrong, rng))
+    return f"{target.name}: {n} timestamps {name}" if n else mutate_json_value(rng, target, quick)
+
+
+def mutate_long_action(rng: random.Random, target: Path, quick: bool) -> str:
+    """A 100 KB action string: code that would exhaust the parser, or plain words."""
+    big = rng.choice(["pyautogui.click(" + "1," * 50_000 + ")", "(" * 50_000, "click " * 20_000])
+    n = _edit_json(target, lambda d: _walk_set(d, lambda k, v: "action" in k.lower() and isinstance(v, str),
+                                               lambda _: big, rng))
+    return f"{target.name}: {n} actions of {len(big)} characters" if n else mutate_json_value(rng, target, quick)
+
+
+def mutate_many_steps(rng: random.Random, target: Path, quick: bool) -> str:
+    """A long run: the last record of a JSON Lines log repeated (or a JSON list's last item)."""
+    k = 5_000 if quick else 50_000
+    text = target.read_text(encoding="utf-8-sig")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        if not lines:
+            return mutate_truncate(rng, target, quick)
+        target.write_text("\n".join(lines + [lines[-1]] * k) + "\n", encoding="utf-8")
+        return f"{target.name}: last line repeated {k} times"
+    lists: list[list] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, list) and v and isinstance(v[-1], dict):
+            lists.append(v)
+        for x in (v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()):
+            walk(x)
+
+    walk(doc)
+    if not lists:
+        return mutate_json_value(rng, target, quick)
+    longest = max(lists, key=len)
+    longest.extend([longest[-1]] * k)
+    target.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return f"{target.name}: a list of {len(longest)} records"
+
+
+def mutate_duplicate_key(rng: random.Random, target: Path, quick: bool) -> str:
+    """A key given twice in one object (the second wins in Python, the first in some readers)."""
+    text = target.read_text(encoding="utf-8-sig")
+    i = text.find('{"')
+    if i < 0:
+        return mutate_json_value(rng, target, quick)
+    j = text.find('"', i + 2)
+    key = text[i + 2:j]
+    target.write_text(text[:i + 1] + json.dumps(key) + ': "duplicate", ' + text[i + 1:], encoding="utf-8")
+    return f"{target.name}: key {key!r} given twice"
+
+
+TERMINAL = ["\x1b]0;pwned\x07", "\x1b[2J\x1b[H", "ok\noutcome: success=True", "\x1b[8mhidden\x1b[0m", "\u202egnp.exe",
+            "\r\x1b[Kforged", "\x9b31m"]
+
+
+def mutate_terminal(rng: random.Random, target: Path, quick: bool) -> str:
+    """Text that would drive a terminal: escape sequences, a forged line, a bidi override, in every string."""
+    payload = rng.choice(TERMINAL)
+    n = _edit_json(target, lambda d: _walk_set(d, lambda k, v: isinstance(v, str) and not v.startswith(("/", ".")) and
+                                               "." not in v[-5:], lambda old: old + payload, rng))
+    return f"{target.name}: {n} strings end in {payload!r}" if n else mutate_json_value(rng, target, quick)
+
+
+def _png_header(w: int, h: int) -> bytes:
+    import struct
+    import zlib
+
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    chunk = lambda kind, data: (struct.pack(">I", len(data)) + kind + data  # noqa: E731
+                                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 4096)) \
+        + chunk(b"IEND", b"")
+
+
+def mutate_image_bomb(rng: random.Random, target: Path, quick: bool) -> str:
+    """A picture whose header declares 20000x20000 or 60000x60000 px (a decompression bomb)."""
+    side = rng.choice([20_000, 60_000, 65_535])
+    target.write_bytes(_png_header(side, side))
+    return f"{target.name} declares {side}x{side} px"
+
+
+def mutate_timescale(rng: random.Random, target: Path, quick: bool) -> str:
+    """An MP4 whose media header says a time scale of 0."""
+    data = bytearray(target.read_bytes())
+    k = data.find(b"mdhd")
+    if k < 0:
+        return mutate_flip(rng, target, quick)
+    version = data[k + 4]
+    at = k + 4 + 4 + (16 if version == 1 else 8)  # version/flags, then creation and modification times
+    data[at:at + 4] = b"\x00\x00\x00\x00"
+    target.write_bytes(bytes(data))
+    return f"{target.name}: time scale 0"
+
+
 TEXT_OPS: list[tuple[str, Callable[[random.Random, Path, bool], str], int]] = [
     ("json value", mutate_json_value, 10), ("csv cell", mutate_csv_cell, 0), ("truncate", mutate_truncate, 4),
     ("flip", mutate_flip, 3), ("empty", mutate_empty, 1), ("bom", mutate_bom, 2), ("delete", mutate_delete, 1),
     ("fifo", mutate_fifo, 1), ("symlink loop", mutate_symlink_loop, 1), ("symlink out", mutate_symlink_out, 1),
-    ("deep file", mutate_deep_file, 1), ("long line", mutate_long_line, 1),
+    ("deep file", mutate_deep_file, 1), ("long line", mutate_long_line, 1), ("clock", mutate_clock, 2),
+    ("long action", mutate_long_action, 1), ("many steps", mutate_many_steps, 1), ("duplicate key", mutate_duplicate_key, 1),
+    ("terminal", mutate_terminal, 2),
 ]
 MEDIA_OPS: list[tuple[str, Callable[[random.Random, Path, bool], str], int]] = [
     ("truncate", mutate_truncate, 3), ("flip", mutate_flip, 3), ("empty", mutate_empty, 1),
     ("delete", mutate_delete, 1), ("fifo", mutate_fifo, 2), ("symlink loop", mutate_symlink_loop, 1),
-    ("symlink out", mutate_symlink_out, 1),
+    ("symlink out", mutate_symlink_out, 1), ("image bomb", mutate_image_bomb, 2),
 ]
 
 
@@ -310,6 +474,11 @@ def mutate(rng: random.Random, unit: Path, quick: bool) -> str:
             op = mutate_flip
     else:
         op = _pick(rng, MEDIA_OPS)
+        if op is mutate_image_bomb and target.suffix.lower() not in IMAGE_SUFFIXES:
+            op = mutate_timescale if target.suffix.lower() in (".mp4", ".mov", ".m4v") else mutate_flip
+    if op in (mutate_clock, mutate_long_action, mutate_many_steps, mutate_duplicate_key, mutate_terminal) and \
+            target.suffix.lower() not in (".json", ".jsonl", ".ndjson"):
+        op = mutate_flip
     rel = target.relative_to(unit.parent if unit.is_file() else unit)
     try:
         return f"{rel}: {op(rng, target, quick)}"
@@ -346,8 +515,8 @@ def _message_ok(line: str, names: list[str]) -> str | None:
     return None
 
 
-def _inspect(path: str) -> tuple[int, str, str]:
-    """``rollscope inspect PATH --json`` in this process, its output encoded as a terminal would (UTF-8, strict:
+def _inspect(path: str, *flags: str) -> tuple[int, str, str]:
+    """``rollscope inspect PATH [--json]`` in this process, its output encoded as a terminal would (UTF-8, strict:
     text Python cannot encode fails here as it would on a real stdout)."""
     from gui_app import cli
 
@@ -355,8 +524,17 @@ def _inspect(path: str) -> tuple[int, str, str]:
     out_text = io.TextIOWrapper(out, encoding="utf-8", errors="strict", write_through=True)
     err_text = io.TextIOWrapper(err, encoding="utf-8", errors="strict", write_through=True)
     with contextlib.redirect_stdout(out_text), contextlib.redirect_stderr(err_text):
-        code = cli.main(["inspect", path, "--json"])
+        code = cli.main(["inspect", path, *flags])
     return code, out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8")
+
+
+# What may reach a terminal from a file: no C0/C1 control character but newline and tab, no bidi override.
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def _terminal_problem(text: str) -> str | None:
+    m = _RAW_CONTROL.search(text)
+    return None if m is None else f"a raw {m.group(0)!r} reaches the terminal"
 
 
 def check(seed: str, mutation: str, unit: Path, box: Path) -> Result:
@@ -378,7 +556,13 @@ def check(seed: str, mutation: str, unit: Path, box: Path) -> Result:
     if len(rows) < report.trajectories:
         return Result(seed, mutation, TRACEBACK, f"scan reported {report.trajectories} trajectories, stored {len(rows)}")
     key = str(unit) + ("#0" if unit.is_file() and any(r.key.endswith("#0") for r in rows) else "")
-    code, out, err = _inspect(key)
+    code, out, err = _inspect(key, "--json")
+    t_code, t_out, t_err = _inspect(key)  # the human-readable output: nothing from the file drives the terminal
+    why = _terminal_problem(t_out + t_err)
+    if why is not None:
+        return Result(seed, mutation, BAD_MESSAGE, f"inspect's text: {why}")
+    if t_code != code:
+        return Result(seed, mutation, TRACEBACK, f"inspect exit {t_code} in text, {code} in JSON: {t_err[:300]}")
     if code == 0:
         try:
             info = json.loads(out)
