@@ -79,7 +79,7 @@ def main() -> int:
         latencies.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.thread_time() - c0) * 1000)
     QTest.keyClick(handle, Qt.Key.Key_F)
-    run_until(app, lambda: win.label_panel.pending_writes == 0, 30)
+    run_until(app, lambda: win.labelling.pending_writes == 0, 30)
     figs.add("enter_to_next_median_ms", percentile(latencies, 50), "ms")
     figs.add("enter_to_next_p95_ms", percentile(latencies, 95), "ms")
     figs.add("enter_to_next_max_ms", max(latencies), "ms")

@@ -1,5 +1,6 @@
 """Screenshots of the real main window for the docs: the window, library, viewer with its transport bar, the legible
-timeline, the pruning overlay and two runs side by side.
+timeline, the pruning overlay and two runs side by side; then the window at 1366x768, a common laptop screen, as an
+annotator labels in it, and its focus layout (F11: the video, the timeline and a one-line label bar).
 
 Run by ``make screenshots`` under Xvfb (``xvfb-run``); without a display it falls back to Qt's offscreen platform,
 which renders the same widgets. Opens ``resources/samples/`` when it holds trajectories, else a generated folder
@@ -120,13 +121,16 @@ def main() -> int:
     _wait(app, lambda: bool(loaded), 120)
     video = win.video
     _wait(app, lambda: video.shown_frame >= 0, 30)
-    # Label it from the keyboard, focus on the library table: verdict, a label (key 21), root cause at step 1.
+    # Label it from the keyboard, focus on the library table: L starts labelling (browsing writes nothing), then a
+    # verdict, a label (key 21) and the root cause at the second step.
     handle = win.windowHandle()
+    win.activateWindow()  # window shortcuts (L, F11) act in the active window
+    _wait(app, win.isActiveWindow, 10)
     win.library.table.setFocus()
     win.session.set_step(1)
-    for key in (Qt.Key.Key_F, Qt.Key.Key_2, Qt.Key.Key_1, Qt.Key.Key_R):
+    for key in (Qt.Key.Key_L, Qt.Key.Key_F, Qt.Key.Key_2, Qt.Key.Key_1, Qt.Key.Key_R):
         QTest.keyClick(handle, key)
-    _wait(app, lambda: win.label_panel.pending_writes == 0, 30)
+    _wait(app, lambda: win.labelling.pending_writes == 0, 30)
     shots: list[Path] = []
 
     def shot(widget, name: str) -> None:
@@ -177,6 +181,23 @@ def main() -> int:
             win.session.set_step(min(2, n_steps - 1))
             _wait(app, lambda: win.compare_pane.video.shown_frame == win.comparison.session.frame, 30)
             shot(win, f"side_by_side{suffix}.png")
+        win.comparison.close()
+    # A 1366x768 laptop: the side panels are tabs of one column, the video keeps about two thirds of the width.
+    win.docks["library"].show()
+    win.set_label_dock_visible(True)
+    win.resize(1366, 768)
+    _wait(app, lambda: win.layout_policy.kind == "compact" and win.video.width() > 0.6 * 1366, 10)
+    if target is not None and win.session.key != target:
+        loaded.clear()
+        win.library.select_key(target)
+        _wait(app, lambda: bool(loaded), 60)
+    win.session.set_step(min(1, max(win.session.trajectory.n_steps - 1, 0)) if win.session.trajectory else 0)
+    _wait(app, lambda: video.shown_frame == win.session.frame, 30)
+    shot(win, f"main_window_1366x768{suffix}.png")
+    QTest.keyClick(handle, Qt.Key.Key_F11)  # the focus layout
+    _wait(app, lambda: win.label_bar.isVisible(), 10)
+    shot(win, f"focus_layout_1366x768{suffix}.png")
+    QTest.keyClick(handle, Qt.Key.Key_F11)
     win.close()
     for path in shots:
         print(path)

@@ -3,7 +3,7 @@
 Each :class:`ActionSpec` names the action, its menu, its shortcut(s), the main-window method it calls and what it
 does. The menus, the shortcuts and the "?" dialog are all built from :data:`ACTIONS`, so they cannot disagree,
 and a test checks that no shortcut is bound twice. The "?" dialog also lists the label panel's keys
-(:data:`gui_app.qt.label_panel.LABEL_KEYS`), which are not actions: they act wherever focus is, except in a text
+(:data:`gui_app.qt.keyboard.LABEL_KEYS`), which are not actions: they act wherever focus is, except in a text
 field (:mod:`gui_app.qt.keyboard`).
 
 :data:`DOCK_ACTIONS` names the action that shows or hides each dock: every dock is reachable from the View menu.
@@ -19,7 +19,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
-from gui_app.qt.label_panel import LABEL_KEYS
+from gui_app.qt.keyboard import LABEL_KEYS
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,14 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Open the next trajectory in the library's current order (prefetched)", "Library"),
     ActionSpec("prev_trajectory", "&Previous trajectory", ("K",), "prev_trajectory",
                "Open the previous trajectory in the library's current order", "Library"),
-    ActionSpec("search", "&Search…", ("Ctrl+F",), "focus_search", "Search the library by instruction, task or id",
-               "Library"),
+    ActionSpec("search", "&Search…", ("Ctrl+F",), "focus_search",
+               "Search the library by instruction, task or id, outcome or the model's verdict (\"fail\" finds the "
+               "failures), and by what the labels say: verdict, labels, notes", "Library"),
     # Labels. Ctrl+digit and [ ]: plain digits and letters are the label panel's keys.
+    ActionSpec("toggle_labelling", "&Labelling mode", ("L",), "set_labelling",
+               "Start labelling: the label keys (s f u, digits, r, c, Enter) write labels. Again: back to browsing, "
+               "where they write nothing. A queue, or clicking the label panel, starts labelling too", "Labels",
+               checkable=True),
     ActionSpec("queue_failures", "Queue: &failures first", ("Ctrl+1",), "queue_failures",
                "Label what the library shows as a queue, environment failures first; opens its first unlabelled item",
                "Labels"),
@@ -144,6 +149,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("compare", "&Compare side by side…", ("Ctrl+Shift+C",), "set_compare",
                "Show another run beside the open one (two agents on the same task), their videos and steps "
                "synchronised by step", "View", checkable=True),
+    ActionSpec("focus_layout", "&Focus layout", ("F11",), "set_focus_layout",
+               "Only the video, the timeline and a one-line label bar; again: every panel back as it was", "View",
+               checkable=True),
     ActionSpec("reset_layout", "&Reset layout", ("Ctrl+Alt+L",), "reset_layout",
                "Put every panel back in its default place and size, inside the screen", "View"),
     # Z, not F: f/s/u are the label panel's verdict keys, which must work whatever has focus.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
@@ -48,11 +49,13 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     return app
 
 
-def run_app(path: str | None = None) -> int:
+def run_app(path: str | None = None, tasks_roots: Sequence[str] | None = None) -> int:
     """Show the main window (on ``path`` when given, else the last folder when the settings say so); run the loop.
 
     Args:
         path: a folder of trajectories, or one trajectory (file, folder, or ``file.jsonl#N``).
+        tasks_roots: where OSWorld task configs are looked for (``--tasks-root``), for every library opened; None:
+            the user's default.
 
     Environment:
         ROLLSCOPE_QUIT_AFTER_MS: close the window after this many milliseconds (smoke tests of a built bundle).
@@ -66,6 +69,7 @@ def run_app(path: str | None = None) -> int:
     from gui_app.qt.notify import install_excepthook
 
     win = MainWindow()
+    win.scanner.tasks_roots = None if tasks_roots is None else list(tasks_roots)
     install_excepthook(win.notifier)
     win.show()
     if path:

@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 # -- plain tasks (worker threads) ------------------------------------------------------------------------------
 
 
-def scan_task(catalog: Catalog, root: Path, rep: Reporter, store: AnnotationStore | None = None) -> ScanReport:
-    report = catalog.scan(root, progress=rep.progress, cancel=rep.cancelled)
+def scan_task(catalog: Catalog, root: Path, rep: Reporter, store: AnnotationStore | None = None,
+              tasks_roots: Sequence[str] | None = None) -> ScanReport:
+    report = catalog.scan(root, progress=rep.progress, cancel=rep.cancelled, tasks_roots=tasks_roots)
     if store is not None and not report.cancelled:
         report.notes += migrate_labels(store, catalog)  # labels of trajectories this scan found for the first time
     return report
@@ -67,22 +68,44 @@ class Loaded:
             self.source = None
 
 
+def score_fits(score: Score, traj: Trajectory) -> bool:
+    """Whether ``score`` can be shown over ``traj``: one value per step (or none), not a score of another version
+    of the run."""
+    return len(score.step_scores) in (0, traj.n_steps)
+
+
 def load_task(key: str, rep: Reporter, source_options: dict[str, Any] | None = None,
-              catalog: Catalog | None = None, library_root: Path | None = None) -> Loaded:
+              catalog: Catalog | None = None, library_root: Path | None = None,
+              tasks_roots: Sequence[str] | None = None) -> Loaded:
     """Load ``key`` with its importer (which aligns steps to the recording when needed), open its frames and read
     its latest stored score.
 
     Reading the files is a :meth:`Reporter.blocking` call: however a hostile or unreachable file stalls it, moving
-    on to another trajectory (or closing the app) frees the worker. Media are read inside ``library_root``."""
+    on to another trajectory (or closing the app) frees the worker. Media are read inside ``library_root``. Each
+    stage is reported as the job's progress text (reading the log, aligning, indexing the video): the viewer shows
+    it while the user waits."""
     from gui_app.core import formats
+    from gui_app.core.align import STORED_METHODS
     from gui_app.core.video import open_for
 
+    def stage(text: str) -> None:
+        if not rep.cancelled():  # a call left behind on cancel says nothing more
+            rep.stage(text)
+
     def read() -> Loaded:
-        traj = formats.load(key, library_root=library_root)  # also places the steps on the recording if needed
+        stage("reading the log")
+        traj = formats.load(key, library_root=library_root, align=False, tasks_roots=tasks_roots)
+        if traj.video is not None and any(s.t_start is None or s.align_method not in STORED_METHODS
+                                          for s in traj.steps):
+            # Its importer places the steps on the recording (a pass over the video, cached): read it as every
+            # user-facing load does, so the viewer and the model map steps to frames alike.
+            stage("aligning the steps to the recording")
+            traj = formats.load(key, library_root=library_root, tasks_roots=tasks_roots)
         rep.check()
         notes = list(traj.warnings)
         source = None
         if traj.video is not None or any(s.screenshot for s in traj.steps):
+            stage("indexing the video" if traj.video is not None else "listing the step screenshots")
             try:
                 source = open_for(traj, **(source_options or {}))
             except VideoError as exc:
@@ -96,16 +119,11 @@ def load_task(key: str, rep: Reporter, source_options: dict[str, Any] | None = N
     loaded = rep.blocking(read, discard=Loaded.close)
     if catalog is not None:
         try:
-            loaded.trajectory.metadata["ref"] = catalog.ref_of(key)  # what its labels are keyed by (core.identity)
-        except RollscopeError:
-            pass  # the catalog may be closing (another folder opened): labels fall back to the id
-    if catalog is not None:
-        try:
             rec = catalog.latest_score(key)
         except RollscopeError as exc:  # the catalog may be closing (another folder opened)
             loaded.notes.append(f"stored score not read: {exc}")
             rec = None
-        if rec is not None and len(rec.step_scores) in (0, loaded.trajectory.n_steps):
+        if rec is not None and score_fits(rec, loaded.trajectory):
             loaded.score = rec
     if rep.cancelled():
         loaded.close()
@@ -151,24 +169,27 @@ def score_one_task(holder: _ModelHolder, catalog: Catalog | None, key: str, traj
 
 
 def score_library_task(holder: _ModelHolder, catalog: Catalog, text: str, filters: dict[str, Any],
-                       rep: Reporter, library_root: Path | None = None) -> list[ScoreOutcome]:
+                       rep: Reporter, library_root: Path | None = None,
+                       tasks_roots: Sequence[str] | None = None) -> list[ScoreOutcome]:
     """Score the library's rows that ``text`` and ``filters`` select (all rows when both are empty), leaving out
-    those that failed to load; media may be read anywhere under ``library_root``."""
+    those that failed to load; media may be read anywhere under ``library_root``. Each outcome is handed on
+    (:meth:`Reporter.partial`) once its score is in the catalog, so the views show it while the rest is scored."""
     keys = [r.key for r in catalog.query(text, {**filters, "has_error": False})]
     rep.progress(0, len(keys), "loading the reward model")
     model = holder.get()
     try:
         return score_many(keys, model, catalog=catalog, progress=rep.progress, cancel=rep.cancelled,
-                          library_root=library_root)
+                          on_outcome=rep.partial, library_root=library_root, tasks_roots=tasks_roots)
     finally:
         memory.trim()  # what the batches decoded and padded is freed: give it back (gui_app.core.memory)
 
 
-def open_library_task(path: str | Path, rep: Reporter, store: str | None = None) -> Library:
+def open_library_task(path: str | Path, rep: Reporter, store: str | None = None,
+                      tasks_roots: Sequence[str] | None = None) -> Library:
     """Open (create, migrate) the catalog and the annotation store of ``path`` (``store``: a team's server or
-    another file): file and network I/O, so off the GUI thread."""
+    another file; ``tasks_roots``: see :attr:`Library.tasks_roots`): file and network I/O, so off the GUI thread."""
     rep.progress(0, None, "opening the catalog")
-    return open_library(path, store)
+    return open_library(path, store, tasks_roots)
 
 
 # -- controllers (GUI thread) ----------------------------------------------------------------------------------
@@ -194,6 +215,7 @@ class LibraryScanner(QObject):
         self._last_refresh = 0.0
         self._generation = 0
         self.store_location: str | None = None  # the label store setting: a team server, else each library's file
+        self.tasks_roots: list[str] | None = None  # `rollscope open --tasks-root`: given to the libraries it opens
 
     def open(self, path: str | Path) -> Job:
         """Open ``path`` (a folder of trajectories, or one trajectory), then scan it; returns the opening job."""
@@ -201,8 +223,8 @@ class LibraryScanner(QObject):
             self.job.cancel()
         self._generation += 1
         generation = self._generation
-        store = self.store_location
-        job = self.runner.submit(f"Opening {path}", lambda rep: open_library_task(path, rep, store),
+        store, tasks = self.store_location, self.tasks_roots
+        job = self.runner.submit(f"Opening {path}", lambda rep: open_library_task(path, rep, store, tasks),
                                  on_result=lambda lib: self._opened(lib, generation), start=False)
         return self._run(job)
 
@@ -252,9 +274,9 @@ class LibraryScanner(QObject):
             return None
         if self.job is not None:
             self.job.cancel()
-        catalog, root, store = library.catalog, library.root, library.store
+        catalog, root, store, tasks = library.catalog, library.root, library.store, library.tasks_roots
         self._last_refresh = time.monotonic()
-        job = self.runner.submit(f"Scanning {root}", lambda rep: scan_task(catalog, root, rep, store),
+        job = self.runner.submit(f"Scanning {root}", lambda rep: scan_task(catalog, root, rep, store, tasks),
                                  on_progress=self._on_progress, on_result=lambda r: self._done(r, catalog),
                                  on_cancelled=lambda r: self._done(r, catalog), start=False)
         return self._run(job)
@@ -305,6 +327,7 @@ class TrajectoryLoader(QObject):
         self._wanted: str | None = None
         self._ready: dict[str, Loaded] = {}
         self._jobs: dict[str, Job] = {}  # key -> load job in flight (opening or prefetching)
+        self._rescored: dict[str, Score] = {}  # scores stored while the key's load was in flight (it read older)
 
     @property
     def current_key(self) -> str | None:
@@ -317,7 +340,8 @@ class TrajectoryLoader(QObject):
         return self._wanted
 
     def open(self, key: str) -> None:
-        """Show ``key``: at once when prefetched, else when its load job ends."""
+        """Show ``key``: at once when prefetched, else when its load job ends. Meanwhile the session holds nothing
+        and says what the load is doing (:meth:`Session.set_loading`)."""
         self._wanted = key
         ready = self._ready.pop(key, None)
         if ready is not None:
@@ -327,34 +351,61 @@ class TrajectoryLoader(QObject):
             # The user moved on. A cancelled job leaves the table at once: it will never arrive, so opening or
             # prefetching its key again must start a new load instead of waiting on it.
             self._jobs.pop(k).cancel()
+            self._rescored.pop(k, None)
         if key not in self._jobs:
-            self._start(key, quiet=False)
+            self._start(key)
+        latest = self._jobs[key].latest_progress
+        self.session.set_loading(key, latest.text if latest is not None and latest.text else "opening")
+
+    def _progressed(self, key: str, progress: Progress) -> None:
+        if key == self._wanted and key == self.session.loading_key and progress.text:
+            self.session.set_loading(key, progress.text)
 
     def prefetch(self, key: str | None) -> None:
         """Load ``key`` in the background so that opening it later is instant."""
         if key is None or key == self.current_key or key in self._ready or key in self._jobs:
             return
-        self._start(key, quiet=True)
+        self._start(key)
 
-    def _start(self, key: str, quiet: bool) -> None:
+    def _start(self, key: str) -> None:
         # Stored scores are read from the library open now; a load that outlives it reads nothing (see load_task).
         options = self.source_options
         library = self.session.library
         catalog = library.catalog if library is not None else None
         root = library.root if library is not None else None
-        job = self.runner.submit(f"Loading {key}", lambda rep: load_task(key, rep, options, catalog, root),
+        tasks = library.tasks_roots if library is not None else None
+        job = self.runner.submit(f"Loading {key}", lambda rep: load_task(key, rep, options, catalog, root, tasks),
                                  report_errors=False, show_progress=False,
+                                 on_progress=lambda p: self._progressed(key, p),
                                  on_cancelled=lambda res: res.close() if res is not None else None, start=False)
         job.succeeded.connect(lambda res, k=key, j=job: self._arrived(k, j, res))
         job.failed.connect(lambda exc, k=key, j=job: self._load_failed(k, j, exc))
-        job.finished.connect(lambda k=key, j=job: self._jobs.pop(k, None) if self._jobs.get(k) is j else None)
+        job.finished.connect(lambda k=key, j=job: self._forget(k, j))
         self._jobs[key] = job
         self.runner.start(job)
+
+    def apply_scores(self, scores: dict[str, Score]) -> None:
+        """Scores just stored in the catalog: the run shown, the runs held ready and the loads in flight take them,
+        so no view of a run reads "not scored" once the catalog holds its score (a run loaded ahead read the
+        catalog before the score was there)."""
+        for key, score in scores.items():
+            ready = self._ready.get(key)
+            if ready is not None and score_fits(score, ready.trajectory):
+                ready.score = score
+            if key in self._jobs:
+                self._rescored[key] = score
+            traj = self.session.trajectory
+            if key == self.session.key and traj is not None and score_fits(score, traj):
+                self.session.set_scores(score)
 
     def _arrived(self, key: str, job: Job, loaded: Loaded) -> None:
         if self._jobs.get(key) is not job:  # cancelled after it had finished; a newer load of the key may be on
             loaded.close()
             return
+        del self._jobs[key]  # done now, not when its finished signal comes: opening the key again must load it
+        late = self._rescored.pop(key, None)
+        if late is not None and score_fits(late, loaded.trajectory):
+            loaded.score = late
         if key == self._wanted:
             self._show(loaded)
             return
@@ -363,9 +414,16 @@ class TrajectoryLoader(QObject):
             old = next(iter(self._ready))
             self._ready.pop(old).close()
 
+    def _forget(self, key: str, job: Job) -> None:
+        if self._jobs.get(key) is job:
+            del self._jobs[key]
+            self._rescored.pop(key, None)
+
     def _load_failed(self, key: str, job: Job, exc: BaseException) -> None:
         if self._jobs.get(key) is not job:
             return
+        del self._jobs[key]
+        self._rescored.pop(key, None)
         text = str(exc) if isinstance(exc, RollscopeError) else f"cannot open {key}: {type(exc).__name__}: {exc}"
         if key == self._wanted:
             # Nothing stays open: the previous run must not stay in the viewer and the label panel, where it
@@ -386,6 +444,7 @@ class TrajectoryLoader(QObject):
         for job in self._jobs.values():
             job.cancel()
         self._jobs.clear()
+        self._rescored.clear()
         for loaded in self._ready.values():
             loaded.close()
         self._ready.clear()
@@ -397,13 +456,17 @@ class TrajectoryLoader(QObject):
 
 
 class ScoreController(QObject):
-    """Runs the reward model in a worker; results go to the catalog and, for the open trajectory, the session.
+    """Runs the reward model in a worker; results go to the catalog and, through :attr:`stored`, to every view of
+    the runs scored.
 
     Signals:
         scored(str): a key whose score changed ('' after a library run).
+        stored(dict): ``{key: Score}`` just written to the catalog (as each batch of a library run lands): every
+            loader applies them to what it shows and holds ready (:meth:`TrajectoryLoader.apply_scores`).
     """
 
     scored = Signal(str)
+    stored = Signal(object)  # dict[str, Score]
 
     def __init__(self, runner: Runner, session: Session, notifier: Notifier, parent: QObject | None = None,
                  settings_dir: Path | None = None):
@@ -441,11 +504,12 @@ class ScoreController(QObject):
         if self._busy():
             return None
         holder, flt, catalog, root = self.holder, dict(filters or {}), library.catalog, library.root
+        tasks = library.tasks_roots
         what = "Scoring the rows shown" if text or flt else "Scoring the whole library"
         job = self.runner.submit(what,
-                                 lambda rep: score_library_task(holder, catalog, text, flt, rep, root),
+                                 lambda rep: score_library_task(holder, catalog, text, flt, rep, root, tasks),
                                  on_result=self._library_done, on_cancelled=self._library_done,
-                                 start=False)
+                                 on_partial=self._outcome_stored, start=False)
         return self._track(job)
 
     def _busy(self) -> bool:
@@ -460,11 +524,16 @@ class ScoreController(QObject):
         self.runner.start(job)
         return job
 
+    def _outcome_stored(self, outcome: ScoreOutcome) -> None:
+        if outcome.result is not None:
+            self.stored.emit({outcome.key: outcome.result})
+
     def _one_done(self, key: str, traj: Trajectory, outcome: ScoreOutcome) -> None:
         score = outcome.result
         assert score is not None  # score_one_task raises instead
         if self.session.trajectory is traj:
             self.session.set_scores(score)
+        self.stored.emit({key: score})
         p = "?" if score.p_success is None else f"{score.p_success:.2f}"
         text = f"p(success) = {p} for {traj.id}" + (f" by {score.model}" if score.model else "")
         if score.warnings:  # one message, so the score stays in the status bar next to what weakens it
@@ -474,12 +543,8 @@ class ScoreController(QObject):
         self.scored.emit(key)
 
     def _library_done(self, outcomes: list[ScoreOutcome] | None) -> None:
+        # Each score reached the views as it was stored (``stored``): what is left is to say how it went.
         outcomes = outcomes or []
-        # The open trajectory's timeline and overlay show its new score at once (no reopening).
-        mine = next((o.result for o in outcomes if o.key == self.session.key and o.result is not None), None)
-        traj = self.session.trajectory
-        if mine is not None and traj is not None and len(mine.step_scores) in (0, traj.n_steps):
-            self.session.set_scores(mine)
         failed = [o for o in outcomes if o.error is not None]
         text = f"Scored {len(outcomes) - len(failed):,} trajectories"
         if failed:

@@ -3,33 +3,44 @@
 :class:`LibraryModel` is a QAbstractTableModel over :meth:`Catalog.query`: it holds the row count and fetches rows
 a page at a time (``LIMIT``/``OFFSET`` in SQLite) as the view asks for them, so a library of 10,000 trajectories
 costs a ``COUNT(*)`` and one page query to show, never 10,000 widgets or 10,000 Python rows. Sorting and filtering
-are SQL (the catalog indexes the sort columns); a new query resets the model.
+are SQL (the catalog indexes the sort columns); a new query resets the model. In the app every read runs in a
+worker (:mod:`gui_app.qt.workers`): scrolling to rows not read yet asks for their page and shows it when it comes,
+so the GUI thread never waits for the catalog or the label store (a team's server: a round trip per read).
 
 :class:`LibraryView` is the widget: a search box (debounced), filter combos (format, env outcome, scored, load
 error), the table, and a count. Selecting a row emits :attr:`LibraryView.trajectory_selected` with the row's key;
 ``j``/``k`` move through the current (sorted, filtered) order with :meth:`LibraryView.select_relative`.
 
 The label status column reads the annotation store through one narrow function ``label_status(rows) -> {key:
-status}`` (:func:`gui_app.core.library.store_label_status` builds it from an annotation store); without one the
-column stays blank. Sorting by that column orders by labelling progress (:func:`gui_app.core.library.label_order`):
-the catalog cannot sort by what only the store knows, so the whole filtered result is read from the catalog's cached
-rows, its statuses read from the store once, and the model pages through that ordered list.
+status}`` (:func:`gui_app.core.library.store_label_status` builds it from an annotation store: one store read per
+page, never one per row); without one the column stays blank. Sorting by that column orders by labelling progress
+(:func:`gui_app.core.library.label_order`): the catalog cannot sort by what only the store knows, so the whole
+filtered result is read from the catalog's cached rows, its statuses read from the store once, and the model pages
+through that ordered list.
+
+Search finds the instruction, task and id, the outcome and the model's verdict in words (the catalog's), and what the
+rows' labels say (verdict, labels, notes...): a ``label_search(text) -> {word: keys}`` function
+(:func:`gui_app.core.library.store_label_search`) asks the store once per search, in the worker, and the catalog
+takes its answer as the ``label_refs`` filter, which :attr:`LibraryModel.filters` carries on (a queue or a scoring
+run of "the rows shown" holds the same rows).
 """
 
 from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QSizePolicy,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView,
+                               QVBoxLayout, QWidget)
 
 from gui_app.core.catalog import Catalog, CatalogRow
 from gui_app.core.errors import RollscopeError
-from gui_app.core.library import LabelStatusFn, Library, label_ordered, store_label_status
+from gui_app.core.library import (LabelSearchFn, LabelStatusFn, Library, label_ordered, store_label_search,
+                                  store_label_status)
 from gui_app.core.queue import model_verdict
 from gui_app.qt.session import Session
 from gui_app.qt.workers import Runner
@@ -112,8 +123,12 @@ class LibraryModel(QAbstractTableModel):
 
     With a ``runner`` (:class:`gui_app.qt.workers.Runner`), a new query (scan progress, search, filter, sort) is
     read in a worker: the count, the first page and its label status come back and the model resets then, so the
-    GUI thread never waits for the catalog to rebuild its 10,000-row snapshot after a scan wrote. Pages after the
-    first are slices of the catalog's cached result. Without a runner (tests of the bare model) it reads at once.
+    GUI thread never waits for the catalog to rebuild its 10,000-row snapshot after a scan wrote. A later page is
+    read in a worker too, with its label status (one store read per page), when the view first asks for one of its
+    rows: until it comes, its cells are blank, and then they change (``dataChanged``), so scrolling never waits
+    for the catalog or the store. Moving the selection to a row not read yet (``j`` past the pages read, a key
+    looked up) reads that page's rows at once (a slice of the catalog's cached result) and its label status in the
+    worker. Without a runner (tests of the bare model) everything is read at once.
 
     Args:
         catalog: the catalog (None: an empty library).
@@ -136,6 +151,8 @@ class LibraryModel(QAbstractTableModel):
         self._tracked_row: tuple[str, int] | None = None  # (key, its row) as the last worker read found it
         self._catalog = catalog
         self._label_status = label_status
+        self._label_search: LabelSearchFn | None = None
+        self._label_refs: dict[str, list[str]] = {}  # what the label store matched for the search text
         self._text = ""
         self._filters: dict[str, Any] = {}
         self._order_by = "instruction"
@@ -144,6 +161,8 @@ class LibraryModel(QAbstractTableModel):
         self._pages: OrderedDict[int, list[CatalogRow]] = OrderedDict()
         self._labels: dict[str, str] = {}
         self._ordered: list[CatalogRow] | None = None  # the whole result when sorted by label status
+        self._loading: set[int] = set()  # pages of this query being read in a worker
+        self._total: int | None = None  # rows in the whole catalog, as the last worker read found it
         self.query_error: str | None = None
         self._recount()
 
@@ -161,9 +180,12 @@ class LibraryModel(QAbstractTableModel):
         self._label_status = fn
         self.refresh()
 
-    def set_library(self, catalog: Catalog | None, label_status: LabelStatusFn | None) -> None:
-        """Show another catalog with its label status (one read, not two)."""
-        self._catalog, self._label_status = catalog, label_status
+    def set_library(self, catalog: Catalog | None, label_status: LabelStatusFn | None,
+                    label_search: LabelSearchFn | None = None) -> None:
+        """Show another catalog with its label status (one read, not two); ``label_search``: what search finds in
+        its label store."""
+        self._catalog, self._label_status, self._label_search = catalog, label_status, label_search
+        self._label_refs = {}
         self.refresh()
 
     def set_query(self, text: str | None = None, filters: dict[str, Any] | None = None) -> None:
@@ -180,7 +202,8 @@ class LibraryModel(QAbstractTableModel):
 
     @property
     def filters(self) -> dict[str, Any]:
-        return dict(self._filters)
+        """The filters of the rows shown: the user's, and the rows the label store matched for the search text."""
+        return {**self._filters, "label_refs": dict(self._label_refs)} if self._label_refs else dict(self._filters)
 
     @property
     def order(self) -> tuple[str, bool]:
@@ -189,6 +212,7 @@ class LibraryModel(QAbstractTableModel):
     def refresh(self) -> None:
         """Re-read the count and drop cached rows (after a scan, a score, a new query)."""
         self._generation += 1
+        self._loading.clear()
         if self._runner is None or self._catalog is None:
             self.pending = False
             self.beginResetModel()
@@ -197,33 +221,36 @@ class LibraryModel(QAbstractTableModel):
             self.query_changed.emit()
             return
         self.pending = True
-        gen, catalog, label_status = self._generation, self._catalog, self._label_status
+        gen, catalog, label_status, search = self._generation, self._catalog, self._label_status, self._label_search
         query = (self._text, dict(self._filters), self._order_by, self._descending)
         tracked = self.tracked_key
         self._runner.submit("Reading the library",
-                            lambda rep: _read_query(catalog, label_status, *query, tracked=tracked),
+                            lambda rep: _read_query(catalog, label_status, *query, tracked=tracked,
+                                                    label_search=search),
                             on_result=lambda res: self._apply(gen, res, tracked),
-                            on_error=lambda exc: self._apply(gen, (0, [], {}, str(exc), -1, None), None),
+                            on_error=lambda exc: self._apply(gen, QueryResult(error=str(exc)), None),
                             report_errors=False, show_progress=False)
 
     def _apply(self, generation: int, result: QueryResult, tracked: str | None) -> None:
         if generation != self._generation:
             return  # a newer query was asked for meanwhile
-        count, first_page, labels, error, tracked_row, ordered = result
-        self._tracked_row = (tracked, tracked_row) if tracked is not None else None
+        self._tracked_row = (tracked, result.tracked_row) if tracked is not None else None
         self.pending = False
         self.beginResetModel()
-        self._count, self.query_error = count, error
+        self._count, self.query_error, self._total = result.n_rows, result.error, result.total
+        self._label_refs = dict(result.label_refs)
         self._pages.clear()
-        self._labels = dict(labels)
-        self._ordered = ordered
-        if first_page:
-            self._pages[0] = first_page
+        self._loading.clear()
+        self._labels = dict(result.labels)
+        self._ordered = result.ordered
+        if result.first_page:
+            self._pages[0] = result.first_page
         self.endResetModel()
         self.query_changed.emit()
 
     def _recount(self) -> None:
         self._tracked_row = None
+        self._total = None
         self._pages.clear()
         self._labels.clear()
         self._ordered = None
@@ -231,42 +258,61 @@ class LibraryModel(QAbstractTableModel):
         if self._catalog is None:
             self._count = 0
             return
+        self._label_refs = _search_labels(self._label_search, self._text)
         try:
-            self._count = self._catalog.count(self._text, self._filters)
+            self._count = self._catalog.count(self._text, self.filters)
             if self._order_by == LABEL_SORT:
                 self._ordered, self._labels = label_ordered(self._catalog, self._label_status, self._text,
-                                                             self._filters, self._descending)
+                                                             self.filters, self._descending)
         except RollscopeError as exc:  # a damaged catalog shows as a message, not a crash
             self._count, self.query_error = 0, str(exc)
 
     def refresh_labels(self, trajectory_id: str) -> None:
-        """Re-read the label status of the rows of one trajectory (after the label panel saved a change)."""
-        if self._label_status is None:
+        """Re-read the label status of the rows of one trajectory (after a label was saved): in the worker when
+        there is a runner."""
+        label_status = self._label_status
+        if label_status is None:
             return
+        rows = [row for page in self._pages.values() for row in page if row.ref == trajectory_id]
+        if not rows:
+            return
+        if self._runner is None:
+            try:
+                self._labels_read(self._generation, label_status(rows), rows)
+            except RollscopeError:
+                pass
+            return
+        gen = self._generation
+        self._runner.submit(f"Reading the label status of {trajectory_id}", lambda _rep: label_status(rows),
+                            on_result=lambda labels: self._labels_read(gen, labels, rows),
+                            report_errors=False, show_progress=False)
+
+    def _labels_read(self, generation: int, labels: dict[str, str], rows: list[CatalogRow]) -> None:
+        if generation != self._generation:
+            return
+        keys = {row.key for row in rows}
+        for key in keys:
+            self._labels[key] = labels.get(key, "")
         for number, page in self._pages.items():
             for i, row in enumerate(page):
-                if (row.ref or row.id) != trajectory_id:
-                    continue
-                try:
-                    status = self._label_status([row])
-                except RollscopeError:
-                    continue
-                self._labels[row.key] = status.get(row.key, "")
-                index = self.index(number * PAGE_SIZE + i, COL_LABEL)
-                self.dataChanged.emit(index, index)
+                if row.key in keys:
+                    index = self.index(number * PAGE_SIZE + i, COL_LABEL)
+                    self.dataChanged.emit(index, index)
 
     def total(self) -> int:
         """Rows in the whole catalog, whatever the query (0 when it cannot be read)."""
+        if self._total is not None:
+            return self._total  # read with the query, in the worker
         try:
             return len(self._catalog) if self._catalog is not None else 0
         except RollscopeError:
             return 0
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
-        field = COLUMNS[column][1] if 0 <= column < len(COLUMNS) else None
-        if field is None:
+        sort_by = COLUMNS[column][1] if 0 <= column < len(COLUMNS) else None
+        if sort_by is None:
             return
-        self._order_by, self._descending = field, order == Qt.SortOrder.DescendingOrder
+        self._order_by, self._descending = sort_by, order == Qt.SortOrder.DescendingOrder
         if self._runner is not None:
             self.refresh()
             return
@@ -274,10 +320,10 @@ class LibraryModel(QAbstractTableModel):
         self._pages.clear()
         self._labels.clear()
         self._ordered = None
-        if field == LABEL_SORT and self._catalog is not None:
+        if sort_by == LABEL_SORT and self._catalog is not None:
             try:
                 self._ordered, self._labels = label_ordered(self._catalog, self._label_status, self._text,
-                                                             self._filters, self._descending)
+                                                             self.filters, self._descending)
             except RollscopeError as exc:
                 self.query_error = str(exc)
                 self._ordered = []
@@ -292,7 +338,15 @@ class LibraryModel(QAbstractTableModel):
     def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def _page(self, number: int) -> list[CatalogRow]:
+    def _keep(self, number: int, page: list[CatalogRow]) -> list[CatalogRow]:
+        self._pages[number] = page
+        self._pages.move_to_end(number)
+        if len(self._pages) > MAX_PAGES:
+            self._pages.popitem(last=False)
+        return page
+
+    def _cached(self, number: int) -> list[CatalogRow] | None:
+        """Page ``number`` if it needs no read (read already, or a slice of the label-status order), else None."""
         page = self._pages.get(number)
         if page is not None:
             self._pages.move_to_end(number)
@@ -300,32 +354,72 @@ class LibraryModel(QAbstractTableModel):
         if self._catalog is None:
             return []
         if self._ordered is not None:  # sorted by label status: the statuses of every row are known already
-            page = self._ordered[number * PAGE_SIZE:(number + 1) * PAGE_SIZE]
-            self._pages[number] = page
-            if len(self._pages) > MAX_PAGES:
-                self._pages.popitem(last=False)
+            return self._keep(number, self._ordered[number * PAGE_SIZE:(number + 1) * PAGE_SIZE])
+        return None
+
+    def _page(self, number: int) -> list[CatalogRow]:
+        """Page ``number``, read now if it must be (the rows; their label status too without a runner)."""
+        page = self._cached(number)
+        if page is not None:
             return page
-        try:
-            page = self._catalog.query(self._text, self._filters, self._order_by, self._descending,
-                                       limit=PAGE_SIZE, offset=number * PAGE_SIZE)
-        except RollscopeError as exc:
-            self.query_error = str(exc)
-            page = []
-        self._pages[number] = page
-        if len(self._pages) > MAX_PAGES:
-            self._pages.popitem(last=False)
-        if self._label_status is not None and page:
-            try:
-                self._labels.update(self._label_status(page))
-            except RollscopeError:
-                pass  # label status is decoration: a store problem must not hide the library
-        return page
+        result = _read_page(self._catalog, None if self._runner is not None else self._label_status,
+                            (self._text, self.filters, self._order_by, self._descending), number)
+        if result.error is not None:
+            self.query_error = result.error
+        self._labels.update(result.labels)
+        self._keep(number, result.rows)
+        if self._runner is not None and result.rows:
+            self._request(number, result.rows)  # its label status, in the worker
+        return result.rows
+
+    def _request(self, number: int, rows: list[CatalogRow] | None = None) -> None:
+        """Read page ``number`` (its rows, unless given, and their label status) in the worker; it is shown when
+        it comes."""
+        if self._runner is None or self._catalog is None or number in self._loading:
+            return
+        if rows is not None and self._label_status is None:
+            return  # the rows are read and there is no status to read
+        self._loading.add(number)
+        gen, catalog, label_status = self._generation, self._catalog, self._label_status
+        query = (self._text, self.filters, self._order_by, self._descending)
+        self._runner.submit(f"Reading page {number + 1} of the library",
+                            lambda _rep: _read_page(catalog, label_status, query, number, rows),
+                            on_result=lambda res: self._page_read(gen, number, res),
+                            on_error=lambda exc: self._page_read(gen, number, PageResult(error=str(exc))),
+                            report_errors=False, show_progress=False)
+
+    def _page_read(self, generation: int, number: int, result: PageResult) -> None:
+        if generation != self._generation:
+            return  # the model was reset meanwhile: the page belongs to another query
+        self._loading.discard(number)
+        if result.error is not None:
+            self.query_error = result.error
+        self._labels.update(result.labels)
+        first = number * PAGE_SIZE
+        rows = result.rows[:max(self._count - first, 0)]
+        self._keep(number, rows)
+        if rows:
+            self.dataChanged.emit(self.index(first, 0), self.index(first + len(rows) - 1, len(COLUMNS) - 1))
 
     def row(self, r: int) -> CatalogRow | None:
-        """The :class:`CatalogRow` at row ``r`` of the current order, or None out of range."""
+        """The :class:`CatalogRow` at row ``r`` of the current order (read now if it must be), or None out of
+        range."""
         if not 0 <= r < self._count:
             return None
         page = self._page(r // PAGE_SIZE)
+        i = r % PAGE_SIZE
+        return page[i] if i < len(page) else None
+
+    def _shown_row(self, r: int) -> CatalogRow | None:
+        """The row at ``r`` if it is read; else None, and (with a runner) its page is asked for."""
+        if not 0 <= r < self._count:
+            return None
+        if self._runner is None:
+            return self.row(r)
+        page = self._cached(r // PAGE_SIZE)
+        if page is None:
+            self._request(r // PAGE_SIZE)
+            return None
         i = r % PAGE_SIZE
         return page[i] if i < len(page) else None
 
@@ -357,7 +451,7 @@ class LibraryModel(QAbstractTableModel):
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
-        row = self.row(index.row())
+        row = self._shown_row(index.row())  # what the view paints: never a read in the GUI thread
         if row is None:
             return None
         col = index.column()
@@ -418,25 +512,68 @@ class LibraryModel(QAbstractTableModel):
         return None
 
 
-# (count, first page, label status by key, error, row of the tracked key or -1, the whole ordered result when
-# sorted by label status else None): what a worker reads for LibraryModel.refresh.
-QueryResult = tuple[int, list[CatalogRow], dict[str, str], str | None, int, list[CatalogRow] | None]
+@dataclass(frozen=True)
+class QueryResult:
+    """What a worker reads for :meth:`LibraryModel.refresh`."""
+
+    n_rows: int = 0  # rows the query selects
+    first_page: list[CatalogRow] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)  # by key: of the first page (of every row when sorted by it)
+    error: str | None = None
+    tracked_row: int = -1  # the row of the tracked key, or -1
+    ordered: list[CatalogRow] | None = None  # the whole ordered result when sorted by label status
+    total: int | None = None  # rows in the whole catalog
+    label_refs: dict[str, list[str]] = field(default_factory=dict)  # what the label store matched for the text
+
+
+@dataclass(frozen=True)
+class PageResult:
+    """What a worker reads for one page of :class:`LibraryModel`."""
+
+    rows: list[CatalogRow] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+
+def _status(label_status: LabelStatusFn | None, rows: list[CatalogRow]) -> dict[str, str]:
+    if label_status is None or not rows:
+        return {}
+    try:
+        return label_status(rows)
+    except RollscopeError:
+        return {}  # label status is decoration: a store problem must not hide the library
+
+
+def _search_labels(label_search: LabelSearchFn | None, text: str) -> dict[str, list[str]]:
+    """What the label store holds of ``text``'s words (nothing when it cannot be read: the catalog's own matches
+    still show)."""
+    if label_search is None or not text.strip():
+        return {}
+    try:
+        return label_search(text)
+    except RollscopeError:
+        return {}
 
 
 def _read_query(catalog: Catalog, label_status: LabelStatusFn | None, text: str, filters: dict[str, Any],
-                order_by: str, descending: bool, tracked: str | None = None) -> QueryResult:
-    """(count, first page, its label status, error, row of ``tracked`` or -1, ordered result) of a query: what a
+                order_by: str, descending: bool, tracked: str | None = None,
+                label_search: LabelSearchFn | None = None) -> QueryResult:
+    """The count, first page, its label status, the row of ``tracked`` and the catalog's size for a query: what a
     worker reads for :meth:`LibraryModel.refresh`. A catalog or store error comes back as the error text, never
-    raised."""
+    raised. The search text is looked for in the label store too (``label_search``)."""
+    refs = _search_labels(label_search, text)
+    if refs:
+        filters = {**filters, "label_refs": refs}
     tracked_row = -1
     if order_by == LABEL_SORT:
         try:
             ordered, labels = label_ordered(catalog, label_status, text, filters, descending)
+            total = len(catalog)
         except RollscopeError as exc:
-            return 0, [], {}, str(exc), -1, None
+            return QueryResult(error=str(exc))
         if tracked is not None:
             tracked_row = next((i for i, r in enumerate(ordered) if r.key == tracked), -1)
-        return len(ordered), ordered[:PAGE_SIZE], labels, None, tracked_row, ordered
+        return QueryResult(len(ordered), ordered[:PAGE_SIZE], labels, None, tracked_row, ordered, total, refs)
     try:
         count = catalog.count(text, filters)
         page = catalog.query(text, filters, order_by, descending, limit=PAGE_SIZE, offset=0)
@@ -444,15 +581,26 @@ def _read_query(catalog: Catalog, label_status: LabelStatusFn | None, text: str,
             # The whole ordered result is the catalog's cached list (the page above was a slice of it).
             everything = catalog.query(text, filters, order_by, descending)
             tracked_row = next((i for i, r in enumerate(everything) if r.key == tracked), -1)
+        total = len(catalog)
     except RollscopeError as exc:
-        return 0, [], {}, str(exc), -1, None
-    labels = {}
-    if label_status is not None and page:
+        return QueryResult(error=str(exc))
+    return QueryResult(count, page, _status(label_status, page), None, tracked_row, None, total, refs)
+
+
+def _read_page(catalog: Catalog | None, label_status: LabelStatusFn | None,
+               query: tuple[str, dict[str, Any], str, bool], number: int,
+               rows: list[CatalogRow] | None = None) -> PageResult:
+    """Page ``number`` of ``query`` (text, filters, order, descending): its rows (unless given) and their label
+    status (one call of ``label_status`` for the page). A catalog error comes back as the error text."""
+    if rows is None:
+        if catalog is None:
+            return PageResult()
+        text, filters, order_by, descending = query
         try:
-            labels = label_status(page)
-        except RollscopeError:
-            labels = {}
-    return count, page, labels, None, tracked_row, None
+            rows = catalog.query(text, filters, order_by, descending, limit=PAGE_SIZE, offset=number * PAGE_SIZE)
+        except RollscopeError as exc:
+            return PageResult(error=str(exc))
+    return PageResult(rows, _status(label_status, rows))
 
 
 def header_width(table: QTableView, text: str) -> int:
@@ -486,7 +634,9 @@ class LibraryView(QWidget):
         super().__init__(parent)
         self.model = model
         self.search = QLineEdit(self)
-        self.search.setPlaceholderText("Search instruction, task, id…  (Ctrl+F)")
+        self.search.setPlaceholderText("Search text, outcome, labels, notes…")
+        self.search.setToolTip("Every word must match the instruction, task or id, the outcome or the model's "
+                               "verdict (success, failure, unknown), or the run's labels, verdict and notes (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         self.format_filter = QComboBox(self)
         self.outcome_filter = self._combo(_OUTCOME_CHOICES)
@@ -558,8 +708,9 @@ class LibraryView(QWidget):
         if library is None:
             self.model.set_library(None, None)
         else:
-            status = store_label_status(library.store) if library.store is not None else None
-            self.model.set_library(library.catalog, status)
+            store = library.store
+            self.model.set_library(library.catalog, store_label_status(store) if store is not None else None,
+                                   store_label_search(store) if store is not None else None)
         self.reload_formats()
 
     def _combo(self, choices: list[tuple[str, Any]]) -> QComboBox:

@@ -7,20 +7,24 @@ named there are the small methods below.
 
 Layout: the video in the centre with the transport bar under it (and, when comparing, the compared run beside it);
 the library dock on the left with the labelling queue below it (shown once a queue is picked); the label panel on
-the right with review/adjudication below it (Ctrl+Shift+A); the timeline and the step table side by side at the
-bottom. The default arrangement, View → Reset layout and keeping docks on screen are :mod:`gui_app.qt.layout`'s;
+the right with review/adjudication as a tab beside it (Ctrl+Shift+A); the timeline and the step table side by side
+at the bottom. On a narrower window the side panels are tabs of one column; F11 is the focus layout (the video, the
+timeline, a one-line label bar). The arrangements, View → Reset layout and keeping docks on screen are
+:mod:`gui_app.qt.layout`'s;
 :meth:`MainWindow.add_panel` docks any further panel. Label keys reach the label panel wherever focus is
 (:mod:`gui_app.qt.keyboard`), with the keyboard's mode shown in the status bar and atop the label panel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QShowEvent
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QWidget
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QVBoxLayout,
+                               QWidget)
 
 from gui_app.core.catalog import ScanReport
 from gui_app.core.prefetch import SOURCE_OPTIONS
@@ -32,8 +36,9 @@ from gui_app.qt import layout
 from gui_app.qt.compare import CompareController, ComparePane, ViewerArea
 from gui_app.qt.controllers import LibraryScanner, ScoreController, TrajectoryLoader
 from gui_app.qt.export_dialog import ExportController
-from gui_app.qt.keyboard import LabelKeys, LabelModeIndicator
-from gui_app.qt.label_panel import LabelPanel
+from gui_app.qt.keyboard import LabelKeys, LabelModeIndicator, undo_actions
+from gui_app.qt.label_panel import LabelBar, LabelPanel, ask_who_labels
+from gui_app.qt.labelling import Labelling
 from gui_app.qt.library_view import LibraryModel, LibraryView
 from gui_app.qt.model_control import ModelController
 from gui_app.qt.notify import JobProgressView, NotificationView, Notifier
@@ -57,6 +62,7 @@ class MainWindow(QMainWindow):
 
     Attributes:
         session: the evented model every view observes: the one answer to what is open.
+        labelling: the evented model of what is being labelled (the label panel is a view over it).
         notifier: where every message to the user goes.
         runner: the one door to background threads.
         library: the library view (its ``model`` is the :class:`LibraryModel`).
@@ -84,15 +90,18 @@ class MainWindow(QMainWindow):
         self.loader = TrajectoryLoader(self.runner, self.session, self.notifier, SOURCE_OPTIONS, self)
         self.scorer = ScoreController(self.runner, self.session, self.notifier, self, self.settings_store.directory)
         self.models = ModelController(self.runner, self.scorer, self.notifier, self.settings_store, self)
-        self.exporter = ExportController(self.runner, self.session, self.notifier, self)
+        self.exporter = ExportController(self.runner, self.session, self.notifier, self, self.settings.export_folder)
         self.comparison = CompareController(self.runner, self.session, self.notifier, SOURCE_OPTIONS, self)
         self.session.closer = self.comparison.session.closer = self._close_source
         self.scanner.store_location = self.settings.label_store or None
         self._pending_select: str | None = None  # key to open once the scan of a single trajectory ends
+        self._when_named: Callable[[], None] | None = None  # what waits for the annotator's name
+        self.who_labels: QInputDialog | None = None  # the question "who is labelling?" while it is open
         self._scan_ended = False
         self.docks: dict[str, QDockWidget] = {}
         self._build_views()
-        self.label_keys = LabelKeys(self, self.label_panel, self.docks["labels"], home=self.library.table)
+        self.label_keys = LabelKeys(self, self.labelling, self.label_panel, self.docks["labels"],
+                                    home=self.library.table)
         self._build_status_bar()
         self.action_map = action_table.build_actions(self, self)
         self._build_menus()
@@ -111,7 +120,16 @@ class MainWindow(QMainWindow):
         self.video = VideoView(self.session)
         self.compare_pane = ComparePane(self.comparison)
         self.transport = TransportBar(self.session)
-        self.setCentralWidget(ViewerArea(self.video, self.compare_pane, self.transport, self))
+        self.labelling = Labelling(self.session, self.writes, annotator=self.settings.annotator or None, parent=self)
+        self.label_bar = LabelBar(self.labelling)  # the focus layout's one line of labelling
+        self.label_bar.hide()
+        under = QWidget(self)
+        column = QVBoxLayout(under)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.transport)
+        column.addWidget(self.label_bar)
+        self.setCentralWidget(ViewerArea(self.video, self.compare_pane, under, self))
         self.library = LibraryView(LibraryModel(parent=self, runner=self.runner), self)
         self.library.follow(self.session)
         self.add_panel("library", self.library, "left", title="Library")
@@ -120,19 +138,17 @@ class MainWindow(QMainWindow):
         self.step_table = StepTable(self.session)
         self.add_panel("steps", self.step_table, "bottom", title="Steps")
         self.playback = Playback(self.session, self.video, self)
-        self.label_panel = LabelPanel(self.session, annotator=self.settings.annotator or None, writes=self.writes)
+        self.label_panel = LabelPanel(self.labelling)
         self.add_panel("labels", layout.scrollable(self.label_panel), "right", title="Labels")
-        self.addActions(self.label_panel.make_actions(self))  # Ctrl+Z / Ctrl+Shift+Z act on label changes
-        self.queue = QueueController(self.runner, self.notifier, self.label_panel.annotator, self,
+        self.addActions(undo_actions(self.labelling, self))  # Ctrl+Z / Ctrl+Shift+Z act on label changes
+        self.queue = QueueController(self.runner, self.notifier, self.labelling.annotator, self,
                                      library=self.library.model)
         self.queue.follow(self.session)
-        self.queue_view = QueueView(self.queue)
+        self.queue_view = QueueView(self.queue, build=self.start_queue)
         self.add_panel("queue", self.queue_view, "left", title="Queue")
-        self.review = ReviewView(None, self.label_panel.taxonomy, adjudicator=self.label_panel.annotator,
+        self.review = ReviewView(None, self.labelling.taxonomy, adjudicator=self.labelling.annotator,
                                  runner=self.runner, writes=self.writes)
         self.add_panel("review", layout.scrollable(self.review), "right", title="Review")
-        for first, second, orientation in layout.SPLITS:
-            self.splitDockWidget(self.docks[first], self.docks[second], orientation)
 
     def add_panel(self, name: str, widget: QWidget, area: str = "right", title: str | None = None) -> QDockWidget:
         """Dock ``widget`` as panel ``name`` in ``area`` (left, right, bottom, top); its state is saved, and a
@@ -148,6 +164,9 @@ class MainWindow(QMainWindow):
     def _build_status_bar(self) -> None:
         self.mode_indicator = LabelModeIndicator(self.label_keys, self)
         self.statusBar().addPermanentWidget(self.mode_indicator)
+        self.label_keys.hint.connect(self.notifier.info)  # a label key while browsing: how to start labelling
+        self.label_keys.add_view(self.label_bar)
+        self.label_bar.set_mode_widget(LabelModeIndicator(self.label_keys))
         self.progress = JobProgressView(self)
         self.statusBar().addPermanentWidget(self.progress)
         self.speed_label = QLabel(self)
@@ -176,29 +195,36 @@ class MainWindow(QMainWindow):
         self.library.trajectory_selected.connect(self.loader.open)
         self.loader.loaded.connect(self._on_loaded)
         self.scorer.scored.connect(lambda _k: self.library.model.refresh())
+        # A score stored in the catalog reaches every view of its run: the open one, those loaded ahead, the
+        # compared one (each loader holds its own).
+        for loader in (self.loader, self.comparison.loader):
+            self.scorer.stored.connect(loader.apply_scores)
         self.models.changed.connect(lambda folder: setattr(self, "settings", replace(self.settings, model=folder)))
+        self.exporter.folder_used.connect(lambda folder: self._keep(replace(self.settings, export_folder=folder)))
         self.session.speed_changed.connect(self._on_speed)
         self.session.overlay_changed.connect(self.action_map["toggle_overlay"].setChecked)
         self.session.trajectory_changed.connect(lambda _t: self._update_title())
         self.session.library_changed.connect(lambda _lib: self._update_title())
         self.session.message.connect(self.notifier.info)
-        self.label_panel.next_requested.connect(self.save_and_next)
-        self.label_panel.open_requested.connect(self.open_key)
+        self.labelling.next_requested.connect(self.save_and_next)
+        self.labelling.annotator_wanted.connect(self._ask_who_labels)
+        self.labelling.mode_changed.connect(lambda _m: self._labelling_shown())
+        self.labelling.open_requested.connect(self.open_key)
         self.label_panel.set_mode_widget(LabelModeIndicator(self.label_keys))
-        self.label_panel.save_failed.connect(self.notifier.error)
+        self.labelling.save_failed.connect(self.notifier.error)
         # A team server that was out of reach answers again: every view re-reads the library's store.
-        self.label_panel.store_recovered.connect(self.session.announce_library)
-        self.label_panel.saved.connect(self.library.model.refresh_labels)
-        self.label_panel.saved.connect(self.queue.on_saved)
-        self.label_panel.saved.connect(self.review.on_saved)
+        self.labelling.store_recovered.connect(self.session.announce_library)
+        self.labelling.saved.connect(self.library.model.refresh_labels)
+        self.labelling.saved.connect(self.queue.on_saved)
+        self.labelling.saved.connect(self.review.on_saved)
         self.queue.open_requested.connect(self.open_key)
-        self.queue.started.connect(lambda _name: self.docks["queue"].show())
+        self.queue.started.connect(lambda _name: self._queue_started())
         self.review.follow(self.session)
         self.review.final_changed.connect(self.library.model.refresh_labels)
         self.review.error.connect(self.notifier.error)
-        self.label_panel.marks_changed.connect(self.step_table.set_step_marks)
-        self.label_panel.marks_changed.connect(self.timeline.set_step_marks)
-        self.label_panel.marks_changed.connect(self.transport.set_step_marks)
+        self.labelling.marks_changed.connect(self.step_table.set_step_marks)
+        self.labelling.marks_changed.connect(self.timeline.set_step_marks)
+        self.labelling.marks_changed.connect(self.transport.set_step_marks)
         self.compare_pane.active_changed.connect(self.action_map["compare"].setChecked)
         for name, action in action_table.DOCK_ACTIONS.items():
             dock, act = self.docks[name], self.action_map[action]
@@ -217,8 +243,10 @@ class MainWindow(QMainWindow):
     # -- window state (QSettings: geometry and dock layout only) --------------------------------------------
 
     def _restore_window_state(self) -> None:
-        layout.restore_state(self, self.docks)
+        kind = layout.restore_state(self, self.docks)
         self.docks["labels"].setVisible(self.settings.label_dock)
+        self.layout_policy = layout.ResponsiveLayout(self, self.docks, kind, bar=self.label_bar)
+        self.layout_policy.focus_changed.connect(self.action_map["focus_layout"].setChecked)
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
@@ -231,7 +259,8 @@ class MainWindow(QMainWindow):
         if not self.settings_store.save(self.settings):
             for w in self.settings_store.warnings[-1:]:
                 self.notifier.warning(w)
-        layout.save_state(self)
+        self.layout_policy.set_focus(False)  # the panels as the user had them are what is saved
+        layout.save_state(self, self.layout_policy.kind)
         self.loader.clear()
         self.comparison.close()
         self._release_library()
@@ -287,7 +316,11 @@ class MainWindow(QMainWindow):
             self.loader.prefetch(self.queue.peek_next() if self.queue.active else self.library.key_relative(+1))
 
     def open_key(self, key: str) -> None:
-        """Open a catalog key in the viewer: selected in the library when it lists it, else loaded directly."""
+        """Open a catalog key in the viewer: selected in the library when it lists it, else loaded directly. When it
+        is open already (a queue starting on the run shown), keys held for it apply now."""
+        if key == self.session.key and self.session.trajectory is not None:
+            self.labelling.arrived()
+            return
         if not self.library.select_key(key):
             self.loader.open(key)
 
@@ -366,10 +399,57 @@ class MainWindow(QMainWindow):
     def set_annotator(self, name: str) -> None:
         self.settings = replace(self.settings, annotator=name)
         self.settings_store.save(self.settings)
-        self.label_panel.set_annotator(name)
         self.queue.set_annotator(name)
         self.review.adjudicator = name
+        self.labelling.set_annotator(name)  # last: labelling may start now, which was waiting for the name
         self.notifier.info(f"Labels are now written as {name}")
+        then, self._when_named = self._when_named, None
+        if then is not None:
+            then()
+
+    def _keep(self, settings: Settings) -> None:
+        """Make ``settings`` the app's and save them at once."""
+        self.settings = settings
+        self.settings_store.save(settings)
+
+    def _ask_who_labels(self) -> None:
+        """Labelling was asked for, and nobody said who labels: ask once (the settings keep the answer)."""
+        if self.who_labels is not None:
+            return
+        self.set_label_dock_visible(True)
+
+        def cancelled() -> None:
+            self._when_named = None
+            self.labelling.cancel_start()
+            self.notifier.info("Still browsing: labelling starts once you say who labels (L, or File → Annotator)")
+
+        self.who_labels = ask_who_labels(self, self.labelling.annotator, self.set_annotator, cancelled)
+        self.who_labels.destroyed.connect(lambda _o=None: setattr(self, "who_labels", None))
+
+    def _labelling_shown(self) -> None:
+        """Labelling started or stopped: the L action says which, and starting shows the labels."""
+        on = self.labelling.labelling
+        self._show_checked("toggle_labelling", on)
+        if on and not self.layout_policy.focus:
+            self.set_label_dock_visible(True)
+
+    def set_labelling(self, on: bool) -> None:
+        """L: start labelling (asking who labels the first time), or back to browsing."""
+        if on:
+            self.labelling.start()
+        else:
+            self.labelling.stop()
+        self._show_checked("toggle_labelling", self.labelling.labelling)  # off while who labels is asked
+
+    def _show_checked(self, action: str, on: bool) -> None:
+        """Show a state on a checkable action without acting on it again."""
+        act = self.action_map[action]
+        act.blockSignals(True)
+        act.setChecked(on)
+        act.blockSignals(False)
+
+    def set_focus_layout(self, on: bool) -> None:
+        self.layout_policy.set_focus(on)
 
     def cancel_work(self) -> None:
         self.runner.cancel_all()
@@ -416,8 +496,8 @@ class MainWindow(QMainWindow):
         before = (self.session.key, self.loader.wanted)
         if not self.queue.advance():
             self.next_trajectory()
-        if self.label_panel.waiting and (self.session.key, self.loader.wanted) == before:
-            self.label_panel.stop_waiting("there is no next item")
+        if self.labelling.waiting and (self.session.key, self.loader.wanted) == before:
+            self.labelling.stop_waiting("there is no next item")
 
     def queue_failures(self) -> None:
         self.start_queue("failures")
@@ -429,15 +509,40 @@ class MainWindow(QMainWindow):
         self.start_queue("uncertain")
 
     def start_queue(self, order: str) -> None:
-        """Build and start a labelling queue; the label panel is shown, since the queue is there to be labelled."""
-        self.set_label_dock_visible(True)
-        self.queue.build(order)
+        """Build and start a labelling queue: labelling starts (the first time, once the annotator is named) and
+        keys typed from now on wait for the queue's first item, however long building and opening it take."""
+        if not self.labelling.start():
+            self._when_named = lambda: self.start_queue(order)  # who labels is asked first: the queue is theirs
+            return
+        if not self.layout_policy.focus:
+            self.set_label_dock_visible(True)
+        self.labelling.start_waiting()
+        job = self.queue.build(order)
+        if job is None:
+            self.labelling.stop_waiting("the queue was not built")
+            return
+        opened: list[str] = []
+        heard = opened.append
+        self.queue.open_requested.connect(heard)
+
+        def built() -> None:
+            self.queue.open_requested.disconnect(heard)
+            # An open queue claims its first item in a worker: that item opens (or the queue says it is done) later.
+            if self.labelling.waiting and not opened and not self.queue.open_queue:
+                self.labelling.stop_waiting("the queue opened nothing")
+
+        job.finished.connect(built)
+
+    def _queue_started(self) -> None:
+        self.docks["queue"].show()
+        self.labelling.start()  # a queue is there to be labelled
+        self._labelling_shown()
 
     def queue_teach(self) -> None:
-        self.queue.build("teach")
+        self.start_queue("teach")
 
     def queue_models(self) -> None:
-        self.queue.build("models")
+        self.start_queue("models")
 
     def queue_off(self) -> None:
         self.queue.select(None)
@@ -462,7 +567,8 @@ class MainWindow(QMainWindow):
         self.docks["steps"].setVisible(visible)
 
     def reset_layout(self) -> None:
-        layout.reset_layout(self, self.docks)
+        self.layout_policy.set_focus(False)
+        self.layout_policy.reset()
         self.docks["labels"].setVisible(True)
         self.settings = replace(self.settings, label_dock=True)
         self.notifier.info("Layout reset: every panel is back in its place")
@@ -483,6 +589,7 @@ class MainWindow(QMainWindow):
 
     def focus_search(self) -> None:
         self.docks["library"].show()
+        self.docks["library"].raise_()  # the library may be a tab behind the labels
         self.library.focus_search()
 
     def score_current(self) -> None:
@@ -511,6 +618,8 @@ class MainWindow(QMainWindow):
 
     def set_label_dock_visible(self, visible: bool) -> None:
         self.docks["labels"].setVisible(visible)
+        if visible:
+            self.docks["labels"].raise_()  # the labels may be a tab behind the library
         self.settings = replace(self.settings, label_dock=bool(visible))
 
     def set_library_dock_visible(self, visible: bool) -> None:

@@ -3,9 +3,10 @@
 :class:`QueueController` is the model: the annotation store's queues (:class:`gui_app.core.queue.LabelQueue`, the
 same ones ``rollscope queue`` builds), the one being worked through, the annotator's items in it and which of them
 are labelled. It builds a queue of what the library shows in a worker (failures first, model/outcome disagreement,
-model uncertainty, teach the model, and where the two models that scored the library last disagree), and asks for an item to be opened with :attr:`QueueController.open_requested`; the main window
-opens it like a library selection. :meth:`QueueController.advance` is what Enter (the label panel's save & next)
-does while a queue is active: the next unlabelled item after the current one.
+model uncertainty, teach the model, and where the two models that scored the library last disagree), and asks for
+an item to be opened with :attr:`QueueController.open_requested`; the main window opens it like a library selection.
+:meth:`QueueController.advance` is what Enter (the label panel's save & next) does while a queue is active: the next
+unlabelled item after the current one.
 
 :class:`QueueView` shows it: a queue picker, the build buttons, the items with a tick for each labelled one and a
 progress line. It changes state only through the controller.
@@ -13,17 +14,16 @@ progress line. It changes state only through the controller.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QSizePolicy,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QGridLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
+                               QSizePolicy, QVBoxLayout, QWidget)
 
 from gui_app.core.catalog import Catalog
 from gui_app.core.errors import RollscopeError
-from gui_app.core.identity import ref_of
 from gui_app.core.queue import MODELS, LabelQueue, QueueItem, model_gaps
 from gui_app.core.store import AnnotationStore
 from gui_app.core.trajectory import Trajectory
@@ -40,6 +40,10 @@ ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "teach": ("teach the model", ("teach",)),
     "models": ("models disagree", ("models",)),
 }
+# The build buttons' text: short enough that they fit a side column whole (the tooltip has the ordering in full).
+BUTTON_TEXT = {"failures": "Failures", "disagreement": "Model vs outcome", "uncertain": "Least sure",
+               "teach": "Teach the model", "models": "Models differ"}
+BUTTON_COLUMNS = 3
 _DONE_BRUSH = QBrush(QColor(30, 130, 60))
 
 
@@ -102,7 +106,9 @@ class QueueController(QObject):
         """Work over whatever library ``session`` has open; the trajectory it shows is the current item."""
         session.library_changed.connect(lambda lib: self.set_library(lib.catalog, lib.store) if lib is not None
                                         else self.set_library(None, None))
-        session.trajectory_changed.connect(self.on_trajectory)
+        # While the next run loads nothing is open, but the queue is still where it was: [ and ] count from there.
+        session.trajectory_changed.connect(lambda traj: None if traj is None and session.loading
+                                           else self.on_trajectory(traj))
 
     # -- state -------------------------------------------------------------------------------------------
 
@@ -166,7 +172,7 @@ class QueueController(QObject):
 
     def on_trajectory(self, traj: Trajectory | None) -> None:
         """The viewer opened ``traj`` (from the queue, the library or j/k): it is the current item if queued."""
-        self.current_id = None if traj is None else ref_of(traj)
+        self.current_id = None if traj is None else traj.key
         self.changed.emit()
 
     def current_position(self) -> int:
@@ -317,25 +323,33 @@ class QueueController(QObject):
 
 
 class QueueView(QWidget):
-    """The queue panel: pick a queue, build one, see the items and the annotator's progress."""
+    """The queue panel: pick a queue, build one, see the items and the annotator's progress.
+
+    Args:
+        controller: the queue model shown.
+        build: what a build button does with its ordering (default: the controller builds it; the app starts
+            labelling first, so that keys typed meanwhile wait for the first item).
+    """
 
     NO_QUEUE = "Library order (no queue)"
 
-    def __init__(self, controller: QueueController, parent: QWidget | None = None):
+    def __init__(self, controller: QueueController, parent: QWidget | None = None,
+                 build: Callable[[str], object] | None = None):
         super().__init__(parent)
         self.controller = controller
+        build = build or controller.build
         self.picker = QComboBox(self)
         self.picker.setToolTip("The queue Enter (save & next) and [ / ] move through")
-        buttons = QHBoxLayout()
+        buttons = QGridLayout()
         self.build_buttons: dict[str, QPushButton] = {}
         for n, (order, (title, _chain)) in enumerate(ORDERS.items(), 1):
-            b = QPushButton(title.capitalize(), self)
+            b = QPushButton(BUTTON_TEXT[order], self)
             b.setToolTip(f"Build a queue of what the library shows, {title} (Ctrl+{n})")
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-            b.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)  # never widens the window
-            b.setMinimumWidth(48)
-            b.clicked.connect(lambda _c=False, o=order: controller.build(o))
-            buttons.addWidget(b)
+            # Whole text, in rows of three: a cut "isagrees with o" told nobody what the button builds.
+            b.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+            b.clicked.connect(lambda _c=False, o=order: build(o))
+            buttons.addWidget(b, (n - 1) // BUTTON_COLUMNS, (n - 1) % BUTTON_COLUMNS)
             self.build_buttons[order] = b
         self.progress_label = QLabel(self)
         self.list = QListWidget(self)

@@ -34,10 +34,9 @@ from PySide6.QtWidgets import (
 from gui_app.core import agreement
 from gui_app.core.annotation import VERDICTS, Annotation, Review, ScoreOverride
 from gui_app.core.errors import RollscopeError
-from gui_app.core.identity import ref_of
 from gui_app.core.store import AnnotationStore
 from gui_app.core.taxonomy import Taxonomy
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.trajectory import Trajectory, step_text
 from gui_app.qt.session import Session
 from gui_app.qt.workers import JobQueue, Reporter, Runner
 
@@ -73,9 +72,11 @@ def show_value(a: Annotation | None, field: str, taxonomy: Taxonomy | None = Non
         return ", ".join((lab.name if (lab := taxonomy.get(x)) is not None and x.startswith(taxonomy.name + ":")
                           else x) for x in v)
     if field == "cascading":
-        return "; ".join(f"{c.step}: {c.effect}" if c.effect else str(c.step) for c in v)
+        return "; ".join(step_text(c.step) + (f": {c.effect}" if c.effect else "") for c in v)
     if field == "step_comments":
-        return "; ".join(f"{s}: {t}" for s, t in sorted(v.items()))
+        return "; ".join(f"{step_text(s)}: {t}" for s, t in sorted(v.items()))
+    if field == "root_cause_step" and v is not None:
+        return step_text(v)
     if field in ("confidence", "time_spent") and v is not None:
         return f"{v:.2f}" if field == "confidence" else f"{v:.0f}"
     return "" if v is None else str(v)
@@ -122,6 +123,7 @@ class ReviewView(QWidget):
         page = QWidget()
         pl = QVBoxLayout(page)
         self.title = QLabel("No trajectory selected")
+        self.title.setWordWrap(True)  # a long library key wraps: the review fits the labels' column
         pl.addWidget(self.title)
         self.table = QTableWidget(len(ROWS), 0)
         self.table.setVerticalHeaderLabels([r[0] for r in ROWS])
@@ -193,10 +195,10 @@ class ReviewView(QWidget):
         is what an override replaces."""
 
         def opened(traj: Trajectory | None) -> None:
-            if traj is None:
+            if traj is None or traj.key is None:  # labels are keyed by the library key, never the format's own id
                 self.set_trajectory(None)
-            else:  # labels are keyed by the library key (gui_app.core.identity), not the format's own id
-                self.set_trajectory(ref_of(traj), traj.outcome.success, traj.outcome.score)
+            else:
+                self.set_trajectory(traj.key, traj.outcome.success, traj.outcome.score)
 
         session.library_changed.connect(lambda lib: self.set_store(lib.store if lib is not None else None))
         session.trajectory_changed.connect(opened)

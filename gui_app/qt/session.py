@@ -42,6 +42,10 @@ class Session(QObject):
             the viewer shows the error, the label panel labels nothing.
         notes: what the viewer should say about the trajectory shown (e.g. its recording could not be read and
             the step screenshots are shown instead).
+        loading: what is being done to open :attr:`loading_key` ("reading the log", "indexing the video"...), ''
+            when nothing is loading. Nothing is open meanwhile: the previous run is cleared the moment another is
+            asked for, so it is never scrubbed or labelled in the belief that it is the new one.
+        loading_key: the key being opened, or None.
         closer: how a frame source let go of is closed (default: at once). Closing joins the source's decoding
             thread and releases its decoder (~15 ms, more under load), so the app hands it to a worker: opening
             the next item from the keyboard should not wait on the previous one's clean-up.
@@ -57,6 +61,7 @@ class Session(QObject):
     overlay_changed = Signal(bool)
     message = Signal(str)  # status-bar / error text for the user
     notes_changed = Signal()  # error or notes changed
+    loading_changed = Signal()  # loading / loading_key changed
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -72,6 +77,9 @@ class Session(QObject):
         self.overlay = False
         self.error: str | None = None
         self.notes: list[str] = []
+        self.loading = ""
+        self.loading_key: str | None = None
+        self._next_loading: tuple[str | None, str] = (None, "")  # what set_trajectory leaves loading (set_loading)
         self.closer: Callable[[FrameSource], None] = FrameSource.close
         self.timeline = Timeline(None, None)
 
@@ -102,13 +110,29 @@ class Session(QObject):
         self.step = -1
         self.frame = -1
         self.error, self.notes = None, list(notes or [])
+        was_loading = (self.loading_key, self.loading)
+        (self.loading_key, self.loading), self._next_loading = self._next_loading, (None, "")
         self.notes_changed.emit()
         self.trajectory_changed.emit(traj)
         self.scores_changed.emit(scores)
+        if (self.loading_key, self.loading) != was_loading:
+            self.loading_changed.emit()
         if traj is not None and traj.steps:
             self.set_step(0)
         elif source is not None and source.frame_count:
             self.set_frame(0)
+
+    def set_loading(self, key: str, text: str) -> None:
+        """``key`` is being opened and ``text`` says what is being done now. The first call for a key clears what
+        was open at once (views show the loading line instead of the previous run); later calls only change the
+        text. :meth:`set_trajectory` (the run arrived) or :meth:`set_failed` ends it."""
+        if key == self.loading_key and self.trajectory is None:
+            if text != self.loading:
+                self.loading = text
+                self.loading_changed.emit()
+            return
+        self._next_loading = (key, text)
+        self.set_trajectory(None)
 
     def set_failed(self, key: str, error: str) -> None:
         """``key`` was asked for and could not be opened: nothing is open (so nothing can be labelled by mistake)

@@ -1,8 +1,8 @@
 """The step table: one row per step of the open trajectory, synced both ways with ``Session.step``.
 
-Columns: label mark, index, start time, action type, action, model score (first-deviation probability; the step the
-model predicts as the first deviation is highlighted) and thought. The model holds no state of its own beyond the label marks; it reads the session's trajectory and
-scores, so it never disagrees with the other views.
+Columns: label mark, step number (from 1), start time, action type, action, model score (first-deviation probability;
+the step the model predicts as the first deviation is highlighted) and thought. The model holds no state of its own
+beyond the label marks; it reads the session's trajectory and scores, so it never disagrees with the other views.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from gui_app.core.score import Score
-from gui_app.core.trajectory import LOW_ALIGN_CONFIDENCE, Step, Trajectory
+from gui_app.core.trajectory import LOW_ALIGN_CONFIDENCE, Step, Trajectory, step_number
 from gui_app.qt.session import Session
 
 COLUMNS = ("label", "#", "time", "type", "action", "p(dev)", "thought")
@@ -128,7 +128,7 @@ class StepTableModel(QAbstractTableModel):
             kind = self._marks.get(step.index, "")
             return MARK_TEXT.get(kind, kind)
         if col == COL_INDEX:
-            return str(step.index)
+            return str(step_number(step.index))  # numbered from 1, as every view reads it
         if col == COL_TIME:
             return format_time(step.t_start) + (" ?" if _unsure(step) else "")
         if col == COL_TYPE:

@@ -32,7 +32,7 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QVBoxLayout, QWidget
 
 from gui_app.core.score import Score
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.trajectory import Trajectory, step_number, step_text
 from gui_app.qt.session import Session
 
 Y_RANGE = (-0.02, 1.12)
@@ -88,7 +88,7 @@ def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, s
         parts.append("<b style='color:#ffab40'>⚠ model and environment disagree</b>")
         tip += f" The environment says {env}: they disagree."
     if score.first_error_step is not None and not score.unknown:
-        parts.append(f"first deviation predicted at <b>step {score.first_error_step}</b>")
+        parts.append(f"first deviation predicted at <b>{step_text(score.first_error_step)}</b>")
     if score.ood is not None and not score.unknown:  # measured, and within what the model knows
         parts.append(f"<span style='color:#999'>ood {score.ood:.2f}</span>")
         tip += f" Out-of-distribution measure: {score.ood:.2f}."
@@ -99,6 +99,13 @@ def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, s
         parts.append(f"<span style='color:#999'>by {html.escape(score.model)}</span>")
         tip += f" Scored by {score.model}."
     return " · ".join(parts), tip
+
+
+def step_ticks(n: int, most: int = 20) -> list[tuple[float, str]]:
+    """Ticks for an axis of ``n`` steps drawn as spans [i, i + 1): the step number (from 1) in the middle of every
+    k-th span, at most ``most`` of them."""
+    every = max(1, -(-n // most))
+    return [(i + 0.5, str(step_number(i))) for i in range(0, n, every)]
 
 
 class TimelineView(QWidget):
@@ -120,10 +127,12 @@ class TimelineView(QWidget):
         self.summary.setObjectName("score_summary")
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.summary.setWordWrap(True)  # a narrow timeline shows the whole verdict on two lines, not half of it
         self.legend = QLabel("  ".join(f"{sw} {name}" for sw, name in LEGEND), self)
         self.legend.setObjectName("timeline_legend")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.legend.setWordWrap(True)
         self.legend.setStyleSheet("color: #aaa; font-size: 8pt")
         self.plot_widget = pg.PlotWidget(background=(28, 28, 32))
         layout = QVBoxLayout(self)
@@ -259,6 +268,8 @@ class TimelineView(QWidget):
         if axis != self._axis:  # relaying out the axis costs ~6 ms: only when it changes
             self._axis = axis
             self.plot.setLabel("bottom", axis[0], units=axis[1])
+        # Without frames x is the step index: its ticks read the step numbers (from 1), in the middle of each span.
+        self.plot.getAxis("bottom").setTicks(None if self.uses_time or not n else [step_ticks(n)])
         self._on_scores(s.scores)
         self._on_step(s.step)
 
@@ -303,8 +314,15 @@ class TimelineView(QWidget):
         self.first_dev_line.setVisible(shown)
         if shown:
             assert first is not None
-            self.first_dev_line.setValue(float(self._bounds[first] + self._bounds[first + 1]) / 2)
-            self.first_dev_line.label.setFormat(f"first deviation? step {first}")
+            x = float(self._bounds[first] + self._bounds[first + 1]) / 2
+            self.first_dev_line.setValue(x)
+            self.first_dev_line.label.setFormat(f"first deviation? {step_text(first)}")
+            # Its words on the side of the line with room: right of it in the first half, left of it in the second
+            # (near the end of the run they ran off the plot: "first deviation? step").
+            x0, x1 = self._x_range or (0.0, 1.0)
+            side = 0.0 if x <= (x0 + x1) / 2 else 1.0
+            self.first_dev_line.label.anchors = [(side, 0.5), (side, 0.5)]
+            self.first_dev_line.label.updatePosition()
         xs, ys = self._tokens_points(scores)
         self.tokens_curve.setData(xs, ys)
         self._update_summary()
@@ -329,7 +347,7 @@ class TimelineView(QWidget):
         step = self.step_at(x)
         if step < 0:
             return ""
-        lines = [f"step {step}" + (f": {self._marks[step]}" if step in self._marks else "")]
+        lines = [step_text(step) + (f": {self._marks[step]}" if step in self._marks else "")]
         if self.uses_time:
             lines.append(f"{self._bounds[step]:.2f}–{self._bounds[step + 1]:.2f} s")
         score = self.session.scores
@@ -373,7 +391,7 @@ class TimelineView(QWidget):
         """Mark labelled steps: ``marks`` maps step index -> label text (shown as a tooltip on the mark)."""
         self._marks = dict(marks)
         n = self._bounds.size - 1
-        spots = [{"pos": ((self._bounds[i] + self._bounds[i + 1]) / 2, MARK_Y), "data": f"step {i}: {text}"}
+        spots = [{"pos": ((self._bounds[i] + self._bounds[i + 1]) / 2, MARK_Y), "data": f"{step_text(i)}: {text}"}
                  for i, text in sorted(self._marks.items()) if 0 <= i < n]
         self.marks.setData(spots)
 

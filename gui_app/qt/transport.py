@@ -19,7 +19,7 @@ from PySide6.QtGui import QColor, QIcon, QMouseEvent, QPainter, QPaintEvent, QPe
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStyle, QToolButton, QWidget
 
 from gui_app.core.score import Score
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.trajectory import Trajectory, step_number, step_text
 from gui_app.qt.session import SPEEDS, Session
 from gui_app.qt.step_table import format_time
 
@@ -131,8 +131,8 @@ class Scrubber(QWidget):
         if self.uses_frames:
             assert s.source is not None
             step = s.step_of_frame(pos)
-            return f"frame {pos} · {format_time(s.source.time_of(pos))} · step {step}"
-        return f"step {pos}"
+            return f"frame {pos} · {format_time(s.source.time_of(pos))} · {step_text(step)}"
+        return step_text(pos)
 
     # --- painting ------------------------------------------------------------------------------
     def paintEvent(self, _event: QPaintEvent) -> None:  # noqa: N802 -- Qt override
@@ -198,7 +198,7 @@ class TransportBar(QWidget):
         self.frame_label = QLabel(self)
         for label in (self.time_label, self.frame_label):
             label.setStyleSheet("font-family: monospace")
-        self.frame_label.setToolTip("Current frame and step, counted from 0 as in the step table (index / last)")
+        self.frame_label.setToolTip("Current frame (index / last index) and step (numbered from 1: step / steps)")
         # The counters keep their width while there is room, and give way before the window is forced wider than a
         # small screen (a minimum width set overrides a label's text-wide minimum).
         for label in (self.time_label, self.frame_label):
@@ -256,8 +256,8 @@ class TransportBar(QWidget):
         s = self.session
         src = s.source
         n_steps = s.trajectory.n_steps if s.trajectory is not None else 0
-        # Indices from 0, as the step table, the timeline and the labels count them: "index / last index".
-        step = f"step {s.step}/{n_steps - 1}" if s.step >= 0 and n_steps else "step –"
+        # Steps numbered from 1, as every view numbers them: "step 1/6" .. "step 6/6" for a 6-step run.
+        step = f"step {step_number(s.step)}/{n_steps}" if s.step >= 0 and n_steps else "step –"
         if src is not None and src.frame_count and s.frame >= 0:
             self.time_label.setText(f"{format_time(src.time_of(s.frame))} / {format_time(src.duration)}")
             width = len(str(src.frame_count - 1))

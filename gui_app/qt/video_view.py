@@ -11,9 +11,11 @@ token-grid image scaled with nearest-neighbour sampling, and the action marker i
 
 The pruning mask belongs to one frame: the reward model sees the frame on screen at each step's *end* (the core's
 :meth:`~gui_app.core.timeline.Timeline.end_frames`), so the overlay draws a mask only over the frame it was computed
-on, and otherwise says which frame has one. A run that could not be opened shows its error here (nothing of the
-previous run stays on screen), and what the viewer should know about the frames (the session's notes, e.g. a
-recording that could not be read, replaced by the step screenshots) shows as a banner over them.
+on, and otherwise says which frame has one. While a run is being opened the view says so at once, with a spinner
+and what the load is doing (the session's ``loading``: reading the log, aligning, indexing the video); the previous
+run is gone from the screen the moment another is asked for. A run that could not be opened shows its error here
+(nothing of the previous run stays on screen), and what the viewer should know about the frames (the session's
+notes, e.g. a recording that could not be read, replaced by the step screenshots) shows as a banner over them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
@@ -44,7 +47,7 @@ from PySide6.QtWidgets import QWidget
 
 from gui_app.core.prefetch import PIN_BYTES, FramePlan
 from gui_app.core.score import Score
-from gui_app.core.trajectory import Step, Trajectory
+from gui_app.core.trajectory import Step, Trajectory, step_text
 from gui_app.qt.frame_image import to_qimage
 from gui_app.qt.session import Session
 
@@ -54,6 +57,7 @@ GIVE_UP_S = 10.0  # a frame not decoded after this long is reported and no longe
 # a whole GOP of decoding, wasted (and taken from the GUI's CPU) when the user jumps on at once.
 AHEAD_DELAY_MS = 250
 PIN_POLL_MS = 30  # how often newly decoded step starts are picked up
+LOADING_TICK_MS = 80  # the loading spinner's frame interval
 ZOOM_RANGE = (0.1, 40.0)  # relative to fit
 WHEEL_STEP = 1.2  # zoom factor per wheel notch (120 units)
 
@@ -63,6 +67,7 @@ _MARKER_RIGHT = QColor(255, 170, 0)
 _LABEL_BG = QColor(20, 20, 20, 210)
 _ERROR_BG = QColor(120, 30, 30, 235)
 _NOTE_BG = QColor(120, 90, 10, 225)
+_LOADING_BG = QColor(40, 70, 110, 235)
 _DROPPED = QColor(0, 0, 0, 170).rgba()  # dimmed tokens
 _KEPT = QColor(80, 200, 255, 45).rgba()  # kept tokens: a faint tint
 _POINT_ACTIONS = ("click", "double_click", "right_click", "move", "drag", "scroll", "select", "type")
@@ -111,6 +116,10 @@ class VideoView(QWidget):
         self._pin_timer = QTimer(self)
         self._pin_timer.setInterval(PIN_POLL_MS)
         self._pin_timer.timeout.connect(self._collect_pins)
+        self._loading_timer = QTimer(self)
+        self._loading_timer.setInterval(LOADING_TICK_MS)
+        self._loading_timer.timeout.connect(self.update)
+        self._loading_since = 0.0
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # we paint every pixel: no erase first
         self.setMinimumSize(160, 90)
         self._font = QFont(self.font())
@@ -122,6 +131,7 @@ class VideoView(QWidget):
         session.overlay_changed.connect(lambda _on: self._refresh_overlay())
         session.playing_changed.connect(self._on_playing)
         session.notes_changed.connect(self.update)
+        session.loading_changed.connect(self._on_loading)
         if session.source is not None:
             self._on_trajectory(session.trajectory)
             self._on_frame(session.frame)
@@ -214,7 +224,28 @@ class VideoView(QWidget):
             self._request(max(self.session.frame, 0))
             if self._plan.starts:
                 self._pin_timer.start()
+        if self.session.frame >= 0:
+            # Another observer may have placed the playhead before this view heard of the trajectory (the compared
+            # run's step sync does): no frame_changed follows, so ask for that frame now or the view stays black.
+            self._on_frame(self.session.frame)
         self.update()
+
+    def _on_loading(self) -> None:
+        if self.session.loading and not self._loading_timer.isActive():
+            self._loading_since = time.perf_counter()
+            self._loading_timer.start()
+        elif not self.session.loading:
+            self._loading_timer.stop()
+        self.update()
+
+    @property
+    def loading_text(self) -> str:
+        """What the view says while a run is being opened ('' when none is)."""
+        s = self.session
+        if not s.loading:
+            return ""
+        name = Path(str(s.loading_key)).name or str(s.loading_key)
+        return f"Opening {name}\n{s.loading[:1].upper()}{s.loading[1:]}…"
 
     def _on_frame(self, frame: int) -> None:
         src = self.session.source
@@ -355,7 +386,7 @@ class VideoView(QWidget):
                     self._overlay_key = key
                     self._mask_counts = (int(mask.sum()), int(mask.size))
                 kept, total = self._mask_counts
-                text = (f"Pruning mask of frame {frame} (keyframe {k}, end of step {scores.keyframe_steps[k]}): "
+                text = (f"Pruning mask of frame {frame} (keyframe {k}, end of {step_text(scores.keyframe_steps[k])}): "
                         f"{kept}/{total} tokens kept")
         self._overlay_text = text
         self.update()
@@ -371,6 +402,12 @@ class VideoView(QWidget):
         p.fillRect(self.rect(), _BACKGROUND)
         if self.session.error is not None:
             self._paint_box(p, f"Could not open this run\n{self.session.error}", _ERROR_BG)
+            p.end()
+            return
+        if self.session.loading:
+            elapsed = time.perf_counter() - self._loading_since
+            box = self._paint_box(p, f"{self.loading_text}  {elapsed:.1f} s", _LOADING_BG, spinner=True)
+            self._paint_spinner(p, QPointF(box.left() + 22, box.center().y()), elapsed)
             p.end()
             return
         if self._pixmap is None and self.session.trajectory is not None and self.session.source is None:
@@ -460,19 +497,32 @@ class VideoView(QWidget):
             where = QPointF(pt.x() + 16, pt.y() + 16) if pt is not None else QPointF(8, 8)
             self._paint_label(p, where, label)
 
-    def _paint_box(self, p: QPainter, text: str, background: QColor) -> None:
-        """A centred message box over the view (an error, or why there are no frames)."""
+    def _paint_box(self, p: QPainter, text: str, background: QColor, spinner: bool = False) -> QRectF:
+        """A centred message box over the view (an error, why there are no frames, a run being opened: then with
+        room for a spinner on its left); returns where it was drawn."""
         p.setFont(self._font)
         margin = 24
         box = QRectF(margin, margin, max(self.width() - 2 * margin, 40), max(self.height() - 2 * margin, 40))
         flags = int(Qt.AlignmentFlag.AlignCenter) | int(Qt.TextFlag.TextWordWrap)
-        bound = p.boundingRect(box.adjusted(12, 12, -12, -12), flags, text)
-        frame = bound.adjusted(-12, -10, 12, 10)
+        bound = p.boundingRect(box.adjusted(12 + 36 * spinner, 12, -12, -12), flags, text)
+        frame = bound.adjusted(-12 - 36 * spinner, -10, 12, 10)
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(background)
         p.drawRoundedRect(frame, 6, 6)
         p.setPen(QColor(255, 255, 255))
         p.drawText(bound, flags, text)
+        return frame
+
+    @staticmethod
+    def _paint_spinner(p: QPainter, centre: QPointF, seconds: float) -> None:
+        """A turning arc: the app is working, not frozen."""
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        p.setPen(QPen(QColor(255, 255, 255, 70), 3))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        rect = QRectF(centre.x() - 9, centre.y() - 9, 18, 18)
+        p.drawEllipse(rect)
+        p.setPen(QPen(QColor(255, 255, 255), 3, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
+        p.drawArc(rect, int(-seconds * 360 * 16) % (360 * 16), 100 * 16)
 
     def _paint_notes(self, p: QPainter) -> None:
         """The session's notes as a banner along the top (at most three; the status bar had them all)."""

@@ -70,6 +70,17 @@ class Reporter:
             self._last = now
             self._job.progressed.emit(self._job._latest)
 
+    def stage(self, text: str) -> None:
+        """Say what is being done now (a step of the work, not a count): never throttled, each stage is told."""
+        self._last = time.monotonic()
+        self._job._latest = Progress(0, None, str(text))
+        self._job.progressed.emit(self._job._latest)
+
+    def partial(self, value: Any) -> None:
+        """Hand a piece of the result to the GUI thread now, before the task returns (a score as soon as it is
+        stored, while the rest of the library is scored). Not throttled: every piece arrives, in order."""
+        self._job.partial.emit(value)
+
     def cancelled(self) -> bool:
         """True once cancel was asked for: the task should stop soon and return what it has."""
         return self._job._cancel.is_set()
@@ -134,6 +145,7 @@ class Job(QObject):
 
     Signals (delivered in the GUI thread):
         progressed(Progress): throttled progress.
+        partial(object): a piece of the result handed on before the end (:meth:`Reporter.partial`).
         succeeded(object): the task's return value.
         failed(BaseException): the task raised (already routed to the notifier).
         cancelled(object): the task ended after a cancel request; carries its return value (or None).
@@ -141,6 +153,7 @@ class Job(QObject):
     """
 
     progressed = Signal(object)
+    partial = Signal(object)
     succeeded = Signal(object)
     failed = Signal(object)
     cancelled = Signal(object)
@@ -234,6 +247,7 @@ class Runner(QObject):
                on_error: Callable[[BaseException], None] | None = None,
                on_cancelled: Callable[[Any], None] | None = None,
                on_finished: Callable[[], None] | None = None,
+               on_partial: Callable[[Any], None] | None = None,
                report_errors: bool = True, show_progress: bool = True, start: bool = True) -> Job:
         """Make a :class:`Job` for ``task(reporter)`` and start it in the pool (unless ``start`` is False).
 
@@ -244,7 +258,7 @@ class Runner(QObject):
         Args:
             name: what the job does, in words ("Scanning /data"); used in messages.
             task: the work; plain data in and out, no Qt.
-            on_result / on_progress / on_error / on_cancelled / on_finished: GUI-thread callbacks.
+            on_result / on_progress / on_error / on_cancelled / on_finished / on_partial: GUI-thread callbacks.
             report_errors: route a failure to the notifier (False for quiet work such as prefetching).
             show_progress: the status bar shows this job (False for short or background work).
             start: start at once.
@@ -256,7 +270,7 @@ class Runner(QObject):
         if report_errors:
             job.failed.connect(lambda exc, j=job: self._report(j, exc))
         for signal, slot in ((job.progressed, on_progress), (job.succeeded, on_result), (job.failed, on_error),
-                             (job.cancelled, on_cancelled), (job.finished, on_finished)):
+                             (job.cancelled, on_cancelled), (job.finished, on_finished), (job.partial, on_partial)):
             if slot is not None:
                 signal.connect(slot)
         job._task = task

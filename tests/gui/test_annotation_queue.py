@@ -10,7 +10,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from gui_app.core.catalog import Catalog
-from gui_app.core.identity import ref_of
 from gui_app.core.queue import LabelQueue
 from gui_app.core.score import Score
 from gui_app.core.store import open_store
@@ -72,19 +71,19 @@ def test_failures_queue_labelled_from_the_keyboard_then_reviewed(qtbot, win):
     outcomes = [rows[it.trajectory_id].success for it in q.items]
     assert outcomes == sorted(outcomes, key=lambda s: {False: 0, None: 1, True: 2}[s]) and outcomes[0] is False
     first, second, third = q.items[:3]
-    assert ref_of(session.trajectory) == first.trajectory_id
+    assert session.trajectory.key == first.trajectory_id
     assert w.queue_view.rows()[0] == f"· 1. {first.trajectory_id}"
 
     qtbot.keyClick(w.windowHandle(), Qt.Key.Key_F)  # verdict: failure
     qtbot.keyClick(w.windowHandle(), Qt.Key.Key_Right)  # step 1 ...
     qtbot.keyClick(w.windowHandle(), Qt.Key.Key_R)  # ... is the root cause
     press(qtbot, w, Qt.Key.Key_Return)  # Enter: save & next -> the queue's next item, in the viewer
-    assert ref_of(session.trajectory) == second.trajectory_id and w.loader.current_key == second.key
+    assert session.trajectory.key == second.trajectory_id and w.loader.current_key == second.key
     rec = store.get(first.trajectory_id, "ann")
     assert (rec.verdict, rec.root_cause_step) == ("failure", 1) and rec.time_spent is not None
     qtbot.keyClick(w.windowHandle(), Qt.Key.Key_U)
     press(qtbot, w, Qt.Key.Key_Return)
-    assert ref_of(session.trajectory) == third.trajectory_id
+    assert session.trajectory.key == third.trajectory_id
     assert store.get(second.trajectory_id, "ann").verdict == "unsure"
     n = len(rows)
     assert q.progress() == (2, n) and w.queue_view.progress_label.text() == f"2/{n} labelled by ann"
@@ -95,9 +94,9 @@ def test_failures_queue_labelled_from_the_keyboard_then_reviewed(qtbot, win):
     # ] and [ move through the queue without labelling; Enter skips what is already labelled.
     press(qtbot, w, Qt.Key.Key_BracketLeft)
     press(qtbot, w, Qt.Key.Key_BracketLeft)
-    assert ref_of(session.trajectory) == first.trajectory_id
+    assert session.trajectory.key == first.trajectory_id
     press(qtbot, w, Qt.Key.Key_Return)
-    assert ref_of(session.trajectory) == third.trajectory_id  # the next *unlabelled* one
+    assert session.trajectory.key == third.trajectory_id  # the next *unlabelled* one
 
     # Review the first one side by side: a second annotator labelled it differently; adjudicate.
     press(qtbot, w, Qt.Key.Key_BracketLeft)

@@ -87,19 +87,21 @@ def test_three_failures_labelled_from_the_keyboard_alone_right_after_opening(qtb
     window.library.outcome_filter.setFocus()
     qtbot.waitUntil(lambda: QApplication.focusWidget() is window.library.outcome_filter, timeout=5000)
     keys(qtbot, window, (Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier))
-    qtbot.waitUntil(lambda: window.queue.active and window.label_panel.trajectory_id is not None, timeout=30_000)
+    # keys typed from Ctrl+1 on wait for the queue's first item (issue 30); it is shown, nothing was held
+    qtbot.waitUntil(lambda: window.queue.active and window.labelling.trajectory_id is not None
+                    and not window.labelling.waiting, timeout=30_000)
     assert window.mode_indicator.mode == "labelling" and "LABELLING" in window.mode_indicator.text()
     first_three = [it.trajectory_id for it in window.queue.items[:3]]
     for _ in range(3):  # typed without waiting: keys after Enter wait for the next item
         keys(qtbot, window, Qt.Key.Key_F, Qt.Key.Key_2, Qt.Key.Key_1, Qt.Key.Key_R, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not window.label_panel.waiting and window.label_panel.pending_writes == 0,
+    qtbot.waitUntil(lambda: not window.labelling.waiting and window.labelling.pending_writes == 0,
                     timeout=30_000)
     records = store_of(window).annotations()
     assert sorted(r.trajectory_id for r in records) == sorted(first_three) == ["t0", "t2", "t4"]  # library keys
     for r in records:
         assert (r.annotator, r.verdict, r.labels, r.root_cause_step) == ("ada", "failure", [WRONG_TEXT], 0)
     assert window.library.outcome_filter.currentIndex() == 0  # `f` did not change the filter
-    assert window.label_panel.trajectory_id not in first_three  # the fourth item is open, unlabelled
+    assert window.labelling.trajectory_id not in first_three  # the fourth item is open, unlabelled
 
 
 def test_viewing_creates_no_record_and_old_empty_records_are_not_annotators(qtbot, window, library):
@@ -107,7 +109,7 @@ def test_viewing_creates_no_record_and_old_empty_records_are_not_annotators(qtbo
     for key in ("t0", "t1", "recorded", "t2"):
         open_key(qtbot, window, str((library / key).resolve()))
     window.next_trajectory()
-    qtbot.waitUntil(lambda: window.label_panel.pending_writes == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
     store = store_of(window)
     assert store.annotations() == [] and store.audit() == []
     # An empty record an older version left behind ("root" only looked): no phantom annotator in the review.
@@ -125,12 +127,13 @@ def test_text_fields_let_go_with_esc_and_save_and_move_on_with_ctrl_enter(qtbot,
     evidence.setFocus()
     qtbot.waitUntil(lambda: window.mode_indicator.mode == "typing", timeout=5000)
     keys(qtbot, window, Qt.Key.Key_F, Qt.Key.Key_U)  # typed into the field, not verdicts
-    assert evidence.toPlainText() == "fu" and (panel.record is None or panel.record.verdict is None)
+    rec = window.labelling.record
+    assert evidence.toPlainText() == "fu" and (rec is None or rec.verdict is None)
     keys(qtbot, window, Qt.Key.Key_Escape)  # leaves the field: it is saved and keys label again
     qtbot.waitUntil(lambda: window.mode_indicator.mode == "labelling", timeout=5000)
     assert not evidence.hasFocus()
     keys(qtbot, window, Qt.Key.Key_F)
-    qtbot.waitUntil(lambda: panel.pending_writes == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
     rec = store_of(window).get("t0", "ada")  # labels are keyed by the library key
     assert (rec.evidence, rec.verdict) == ("fu", "failure")
     notes = panel.texts["notes"]
@@ -139,7 +142,7 @@ def test_text_fields_let_go_with_esc_and_save_and_move_on_with_ctrl_enter(qtbot,
     qtbot.keyClicks(notes, "see step 2")
     with qtbot.waitSignal(window.loader.loaded, timeout=30_000):  # Ctrl+Enter: saved, and the next item opens
         keys(qtbot, window, (Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier))
-    qtbot.waitUntil(lambda: panel.pending_writes == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
     assert store_of(window).get("t0", "ada").notes == "see step 2"
     assert window.session.trajectory.id != "traj-0" and window.mode_indicator.mode == "labelling"
 
@@ -149,14 +152,14 @@ def test_undo_after_enter_reopens_the_item_and_undoes_its_last_change(qtbot, win
     first = str((library / "t0").resolve())
     open_key(qtbot, window, first)
     window.library.table.setFocus()
-    keys(qtbot, window, Qt.Key.Key_F, Qt.Key.Key_9)
+    keys(qtbot, window, Qt.Key.Key_L, Qt.Key.Key_F, Qt.Key.Key_9)  # L: labelling starts
     with qtbot.waitSignal(window.loader.loaded, timeout=30_000):
         keys(qtbot, window, Qt.Key.Key_Return)
     assert window.session.key != first
     with qtbot.waitSignal(window.loader.loaded, timeout=30_000):
         keys(qtbot, window, (Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier))
     assert window.session.key == first
-    qtbot.waitUntil(lambda: window.label_panel.pending_writes == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
     rec = store_of(window).get("t0", "ada")
     assert rec.verdict == "failure" and rec.labels == []  # the last change (the label) undone
     assert window.label_panel.verdict_buttons["failure"].isChecked()
@@ -171,7 +174,7 @@ def test_a_row_that_fails_to_load_clears_the_viewer_and_the_label_panel(qtbot, w
         window.library.select_key(broken)
     s, panel = window.session, window.label_panel
     assert s.trajectory is None and s.source is None and "trajectory.json" in s.error
-    assert panel.trajectory_id is None and panel.title.text() == "No trajectory open"
+    assert window.labelling.trajectory_id is None and panel.title.text() == "No trajectory open"
     assert window.mode_indicator.mode == "off"
     window.library.table.setFocus()
     keys(qtbot, window, Qt.Key.Key_F)  # nothing to label: the previous run must not get it
@@ -319,3 +322,205 @@ def test_a_cancelled_export_writes_nothing(qtbot, tmp_path):
     assert not (tmp_path / "out.parquet").exists()
     store.close()
     job.deleteLater()
+
+
+def test_a_refused_export_path_is_a_notice_and_the_store_keeps_everything(qtbot, window, library):
+    """File → Export… runs the core's export, which refuses an output path that is the label store (an export once
+    renamed a Parquet file over it): the refusal is a notice naming the path, and every label, audit entry and queue
+    is still there."""
+    from gui_app.core.annotation import Annotation
+    from gui_app.core.export import ExportError
+    from gui_app.core.store import open_store
+
+    store = library / ".rollscope" / "labels.sqlite"
+    s = open_store(store)
+    s.save(Annotation("t0", "ada", verdict="failure", labels=[WRONG_TEXT]))
+    s.save_queue("q", [(0, "t0", None, "ada")], k=1)
+    s.close()
+    open_and_wait(qtbot, window, library)
+
+    def content() -> tuple:
+        ro = open_store(store, read_only=True)
+        try:
+            return [a.to_dict() for a in ro.annotations()], [e.__dict__ for e in ro.audit()], ro.queues()
+        finally:
+            ro.close()
+
+    before = content()
+    job = window.exporter.start(ExportRequest("parquet", store, force=True))
+    assert job is not None
+    with qtbot.waitSignal(job.finished, timeout=30_000):
+        pass
+    assert isinstance(job.error, ExportError)
+    qtbot.waitUntil(lambda: any(str(store) in text for _level, text in window.notifier.history), timeout=10_000)
+    assert content() == before
+
+
+# --- issue 30: browsing never writes, labelling starts by an explicit act, type-ahead from the queue's start ---------
+
+
+def test_browsing_writes_nothing_and_l_starts_labelling(qtbot, window, library):
+    open_and_wait(qtbot, window, library)
+    open_key(qtbot, window, str((library / "t0").resolve()))
+    table = window.library.table
+    table.setFocus()
+    row = window.library.current_row()
+    assert window.labelling.mode == "browsing" and window.mode_indicator.mode == "browsing"
+    assert "BROWSING" in window.mode_indicator.text()
+    keys(qtbot, window, Qt.Key.Key_S, Qt.Key.Key_F, Qt.Key.Key_2, Qt.Key.Key_1, Qt.Key.Key_R, Qt.Key.Key_U)
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
+    assert store_of(window).annotations() == [] and store_of(window).audit() == []
+    assert "L to start labelling" in window.notifier.history[-1][1]  # the keys say how to start
+    assert window.library.current_row() == row  # taken: `f`, `r`, `u` started no keyboard search in the table
+    keys(qtbot, window, Qt.Key.Key_L)
+    assert window.labelling.mode == "labelling" and window.mode_indicator.mode == "labelling"
+    assert window.action_map["toggle_labelling"].isChecked()
+    keys(qtbot, window, Qt.Key.Key_F)
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
+    assert store_of(window).get("t0", "ada").verdict == "failure"
+    keys(qtbot, window, Qt.Key.Key_L)  # back to browsing
+    keys(qtbot, window, Qt.Key.Key_S)
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
+    assert window.mode_indicator.mode == "browsing" and store_of(window).get("t0", "ada").verdict == "failure"
+
+
+def test_clicking_the_label_panel_starts_labelling(qtbot, window, library):
+    open_and_wait(qtbot, window, library)
+    open_key(qtbot, window, str((library / "t1").resolve()))
+    assert window.labelling.mode == "browsing"
+    qtbot.mouseClick(window.label_panel.verdict_buttons["unsure"], Qt.MouseButton.LeftButton)
+    assert window.labelling.mode == "labelling"
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
+    assert store_of(window).get("t1", "ada").verdict == "unsure"
+
+
+def test_undo_after_enter_removes_the_record_it_empties(qtbot, window, library):
+    """Issue 30: f, Enter, Ctrl+Z left a record with no verdict (`verdict: null` in `labels list --json`)."""
+    open_and_wait(qtbot, window, library)
+    first = str((library / "t0").resolve())
+    open_key(qtbot, window, first)
+    window.library.table.setFocus()
+    keys(qtbot, window, Qt.Key.Key_L, Qt.Key.Key_F)
+    with qtbot.waitSignal(window.loader.loaded, timeout=30_000):
+        keys(qtbot, window, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
+    assert store_of(window).get("t0", "ada").time_spent is not None  # Enter added the time spent
+    with qtbot.waitSignal(window.loader.loaded, timeout=30_000):
+        keys(qtbot, window, (Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier))
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
+    assert window.session.key == first
+    assert store_of(window).annotations() == []  # no empty record left behind
+    assert not window.label_panel.verdict_buttons["failure"].isChecked()
+
+
+def test_the_annotator_is_asked_once_kept_in_the_settings_and_changeable(qtbot, library):
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    open_and_wait(qtbot, win, library)
+    open_key(qtbot, win, str((library / "t0").resolve()))
+    assert not win.labelling.annotator_known
+    keys(qtbot, win, Qt.Key.Key_L)
+    dialog = win.who_labels
+    assert dialog is not None and dialog.isVisible() and win.labelling.mode == "browsing"
+    dialog.setTextValue("  grace ")
+    dialog.accept()
+    assert win.labelling.mode == "labelling" and win.labelling.annotator == "grace"
+    assert win.settings_store.load().annotator == "grace"
+    keys(qtbot, win, Qt.Key.Key_F)
+    qtbot.waitUntil(lambda: win.labelling.pending_writes == 0, timeout=10_000)
+    assert [(a.trajectory_id, a.annotator) for a in store_of(win).annotations()] == [("t0", "grace")]
+    win.close()
+    again = MainWindow()  # the next start knows who labels: nothing is asked
+    qtbot.addWidget(again)
+    assert again.labelling.annotator_known and again.labelling.annotator == "grace"
+    again.set_labelling(True)
+    assert again.who_labels is None and again.labelling.mode == "labelling"
+    again.set_annotator("hopper")  # File → Annotator name changes it
+    assert again.settings_store.load().annotator == "hopper" and again.labelling.annotator == "hopper"
+
+
+def test_declining_to_say_who_labels_stays_browsing(qtbot, library):
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    open_and_wait(qtbot, win, library)
+    open_key(qtbot, win, str((library / "t0").resolve()))
+    win.queue_failures()  # a queue asks too: it is built for whoever labels
+    assert win.who_labels is not None and not win.queue.active
+    win.who_labels.reject()
+    assert win.labelling.mode == "browsing" and not win.labelling.waiting and not win.queue.active
+    assert win.settings.annotator == ""
+
+
+@pytest.mark.parametrize("start_on", [None, "t0"])
+def test_keys_typed_at_full_speed_after_ctrl_1_land_on_the_queue_items(qtbot, window, library, start_on):
+    """Issue 30: Ctrl+1, then f, 2 1, r, Enter typed at once labelled the first item without its verdict (the keys
+    typed while the queue was being built went elsewhere). Here nothing waits between keys, three items in a row;
+    the queue's first item is either not open yet or the run already on screen."""
+    open_and_wait(qtbot, window, library)
+    if start_on is not None:
+        open_key(qtbot, window, str((library / start_on).resolve()))
+    window.library.table.setFocus()
+    keys(qtbot, window, (Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier))
+    for _ in range(3):
+        keys(qtbot, window, Qt.Key.Key_F, Qt.Key.Key_2, Qt.Key.Key_1, Qt.Key.Key_R, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.queue.active and not window.labelling.waiting
+                    and window.labelling.pending_writes == 0 and len(store_of(window).annotations()) == 3,
+                    timeout=30_000)
+    qtbot.waitUntil(lambda: window.labelling.pending_writes == 0, timeout=10_000)
+    records = store_of(window).annotations()
+    assert sorted(r.trajectory_id for r in records) == ["t0", "t2", "t4"]
+    for r in records:
+        assert (r.verdict, r.labels, r.root_cause_step) == ("failure", [WRONG_TEXT], 0), r.trajectory_id
+    assert window.labelling.mode == "labelling"
+
+
+def search(qtbot, win: MainWindow, text: str) -> list[str]:
+    """Type ``text`` in the library's search box and return the ids of the rows shown."""
+    win.library.search.setText(text)
+    win.library.search.returnPressed.emit()
+    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)
+    model = win.library.model
+    return sorted(model.row(i).id for i in range(model.rowCount()))
+
+
+def test_search_finds_outcomes_verdicts_labels_and_notes(qtbot, window, library):
+    """Issue 30: searching "fail" found nothing (search ignored the outcome and the verdict)."""
+    open_and_wait(qtbot, window, library)
+    assert search(qtbot, window, "fail") == ["traj-0", "traj-2", "traj-4"]  # the environment's failures
+    assert search(qtbot, window, "success task") == ["traj-1", "traj-3", "traj-5"]  # "Task N" succeeded
+    store = store_of(window)
+    store.set_field("t1", "ada", "verdict", "unsure")
+    store.set_field("t1", "ada", "notes", "The button flickers")
+    store.set_label("t3", "bob", WRONG_TEXT, True)
+    assert search(qtbot, window, "flickers") == ["traj-1"]  # a note
+    assert search(qtbot, window, "unsure") == ["traj-1"]  # a verdict
+    assert search(qtbot, window, "wrong text") == ["traj-3"]  # a label, by its name
+    assert search(qtbot, window, "input.wrong_text") == ["traj-3"]  # ... and by its code
+    assert search(qtbot, window, "success wrong") == ["traj-3"]  # every word, from anywhere
+    # What is shown is what a queue or "score the rows shown" takes: the same rows.
+    rows = window.session.library.catalog.query(window.library.model.text, window.library.model.filters)
+    assert [r.id for r in rows] == ["traj-3"]
+
+
+def test_export_starts_outside_the_library_then_where_the_last_export_went(qtbot, window, library, tmp_path):
+    """Issue 30: Export's default path was inside the library (the demo left a labels.parquet in the checkout)."""
+    open_and_wait(qtbot, window, library)
+    store_of(window).set_field("t0", "ada", "verdict", "failure")
+    dialog = window.exporter.dialog(window)
+    qtbot.addWidget(dialog)
+    first = dialog.request().out
+    assert first.name == "labels.parquet" and not first.resolve().is_relative_to(library.resolve())
+    elsewhere = tmp_path / "exports"
+    elsewhere.mkdir()
+    with qtbot.waitSignal(window.exporter.exported, timeout=30_000):
+        window.exporter.start(ExportRequest("jsonl", elsewhere / "mine.jsonl"))
+    assert window.settings_store.load().export_folder == str(elsewhere.resolve())  # kept in the settings
+    again = window.exporter.dialog(window)
+    qtbot.addWidget(again)
+    assert again.request().out == elsewhere.resolve() / "labels.parquet"
+    window.close()
+    later = MainWindow()  # the next start remembers it too
+    qtbot.addWidget(later)
+    assert later.exporter.start_folder() == elsewhere.resolve()

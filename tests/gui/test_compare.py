@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 
 from gui_app.qt.compare import ComparePicker, follow_frame, library_rows
 from gui_app.qt.main_window import MainWindow
@@ -67,3 +67,25 @@ def test_compare_without_an_open_run_says_so(qtbot):
     win.action_map["compare"].trigger()
     assert win.notifier.history[-1] == ("info", "Open a trajectory first: the compared run is shown beside it")
     assert not win.action_map["compare"].isChecked()
+
+
+def test_the_compared_run_is_drawn_at_once_without_stepping(qtbot, library):
+    """Issue 30: side B stayed black until a step key was pressed (its view had been reset after the step sync
+    had already placed its playhead, so it never asked for that frame)."""
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.scanner.scanned, timeout=60_000):
+        win.open_path(library)
+    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)
+    a_key, b_key = (str((library / n).resolve()) for n in ("a", "b"))
+    win.library.select_key(a_key)
+    qtbot.waitUntil(lambda: win.session.key == a_key and win.video.shown_frame == 0, timeout=30_000)
+    with qtbot.waitSignal(win.comparison.opened, timeout=30_000):
+        win.compare_with(b_key)
+    b = win.comparison.session
+    assert (b.step, b.frame) == (0, 0)
+    qtbot.waitUntil(lambda: win.compare_pane.video.shown_frame == 0, timeout=10_000)  # no key pressed
+    img = win.compare_pane.video.grab().toImage()
+    centre = img.pixelColor(img.width() // 2, img.height() // 2)
+    assert centre != QColor(30, 30, 34)  # the frame is painted, not the viewer's empty background

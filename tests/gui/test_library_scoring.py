@@ -52,3 +52,38 @@ def test_whole_library_or_rows_shown_and_the_open_timeline_follows(qtbot, tmp_pa
     _xs, ys = win.timeline.score_curve.getData()
     assert ys is not None and len(ys) == win.session.trajectory.n_steps
     assert "p(success)" in win.timeline.summary.text() and "threshold" in win.timeline.summary.text()
+
+
+def test_scores_reach_runs_loaded_ahead_and_the_compared_run(qtbot, tmp_path):
+    """Issue 30: after scoring the library, a run loaded ahead (the next row, prefetched while the first was open)
+    and the run compared side by side still read "Not scored" although the catalog held their scores."""
+    root = tmp_path / "lib"
+    for name in RUNS:
+        shutil.copytree(SAMPLES / name, root / name)
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    assert win.settings.prefetch_next
+    with qtbot.waitSignal(win.scanner.scanned, timeout=60_000):
+        win.open_path(root)
+    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)
+    model = win.library.model
+    first, ahead, other = (model.key_at(i) for i in range(3))
+    win.library.select_row(0)
+    qtbot.waitUntil(lambda: win.session.key == first and ahead in win.loader._ready, timeout=30_000)
+    assert win.loader._ready[ahead].score is None  # loaded ahead before any score existed
+    with qtbot.waitSignal(win.comparison.opened, timeout=30_000):
+        win.compare_with(other)
+    assert win.comparison.session.scores is None
+    with qtbot.waitSignal(win.scorer.scored, timeout=300_000):
+        win.action_map["score_library"].trigger()
+    catalog = win.session.library.catalog
+    assert all(catalog.latest_score(k) is not None for k in (first, ahead, other))
+    assert win.session.scores is not None
+    compared = win.comparison.session.scores
+    assert compared is not None and compared.p_success == catalog.latest_score(other).p_success
+    assert "Not scored" not in win.compare_pane.title.text()
+    win.next_trajectory()  # j: the run loaded ahead opens at once, with its score
+    assert win.session.key == ahead
+    assert win.session.scores is not None and win.session.scores.p_success == catalog.latest_score(ahead).p_success
+    assert "Not scored" not in win.timeline.summary.text() and "p(success)" in win.timeline.summary.text()

@@ -6,6 +6,7 @@ import time
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractItemView
 
 from gui_app.core.catalog import Catalog
 from gui_app.core.score import Score
@@ -275,3 +276,77 @@ def test_p_success_column_shows_the_verdict_disagreement_and_unknown(qapp, catal
     assert cell(disagree, Qt.ItemDataRole.ForegroundRole) is not None
     assert cell(unknown) == "unknown" and "cannot judge" in cell(unknown, Qt.ItemDataRole.ToolTipRole)
     assert cell(old) == "0.40"
+
+
+def test_scrolling_reads_pages_in_a_worker_with_one_store_read_per_page(qtbot, big_library, tmp_path, monkeypatch):
+    """Scrolling a 10,000-row library with a real label store: the GUI thread reads neither the catalog nor the store
+    (reads are counted by the thread they run in), and each page's label status is one store read, not one per
+    row."""
+    import threading
+
+    from gui_app.core.annotation import Annotation
+    from gui_app.core.library import store_label_status
+    from gui_app.core.store import open_store
+    from gui_app.qt.workers import Runner
+
+    store = open_store(tmp_path / "labels.sqlite")
+    cat = Catalog.for_root(big_library)
+    order = cat.query()  # the view's order: by instruction
+    labelled = {r: order[r] for r in (PAGE_SIZE * 12 + 3, PAGE_SIZE * 25 + 7, 9_998)}
+    store.save_many([Annotation(row.ref or row.id, "ana", verdict="failure") for row in labelled.values()])
+    calls: list[tuple[str, bool]] = []  # (what, in the GUI thread)
+
+    def counted(obj, name):
+        real = getattr(obj, name)
+
+        def call(*args, **kwargs):
+            calls.append((name, threading.current_thread() is threading.main_thread()))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(obj, name, call)
+
+    runner = Runner()
+    view = LibraryView(LibraryModel(runner=runner))
+    qtbot.addWidget(view)
+    view.resize(900, 600)
+    view.show()
+    qtbot.waitExposed(view)
+    model = view.model
+    try:
+        with qtbot.waitSignal(model.query_changed, timeout=30_000):
+            model.set_library(cat, store_label_status(store))
+        assert model.rowCount() == 10_000
+        for name in ("annotations_of", "annotations", "get", "trajectory_ids"):
+            counted(store, name)
+        for name in ("query", "count", "get", "formats"):
+            counted(cat, name)
+        bar = view.table.verticalScrollBar()
+        for r in (PAGE_SIZE * 12 + 3, PAGE_SIZE * 25 + 7, 9_998):
+            view.table.scrollTo(model.index(r, 0), QAbstractItemView.ScrollHint.PositionAtCenter)
+            qtbot.waitUntil(lambda r=r: model.data(model.index(r, COL_LABEL)) == "failure", timeout=10_000)
+            assert model.data(model.index(r, 0)) == labelled[r].instruction
+        bar.setValue(bar.maximum() // 3)  # a drag of the scroll bar: pages it passes over are not read
+        qtbot.waitUntil(lambda: not model._loading, timeout=10_000)
+        assert [c for c in calls if c[1]] == []  # nothing read in the GUI thread while scrolling
+        store_reads = [name for name, _gui in calls if name in ("annotations_of", "annotations", "get",
+                                                                 "trajectory_ids")]
+        page_reads = [name for name, _gui in calls if name == "query"]
+        assert store_reads == ["annotations_of"] * len(page_reads) and 4 <= len(page_reads) <= 12
+        # Moving the selection past the pages read reads that page's rows at once (from the catalog's cached
+        # result); its label status still comes from the worker.
+        calls.clear()
+        view.select_row(PAGE_SIZE * 12 + 3)
+        assert view.select_relative(-PAGE_SIZE * 3) == order[PAGE_SIZE * 9 + 3].key
+        qtbot.waitUntil(lambda: not model._loading, timeout=10_000)
+        assert calls == [("query", True), ("annotations_of", False)]
+        # A label saved elsewhere shows after refresh_labels, read in the worker.
+        row = order[PAGE_SIZE * 9 + 3]
+        store.set_field(row.ref or row.id, "bo", "verdict", "success")
+        calls.clear()
+        model.refresh_labels(row.ref or row.id)
+        qtbot.waitUntil(lambda: model.data(model.index(PAGE_SIZE * 9 + 3, COL_LABEL)) == "success", timeout=10_000)
+        assert [c for c in calls if c[1]] == [] and calls.count(("annotations_of", False)) == 1
+    finally:
+        runner.shutdown()
+        store.close()
+        cat.close()

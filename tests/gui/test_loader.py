@@ -63,3 +63,33 @@ def test_a_result_that_arrives_after_its_job_was_cancelled_is_dropped(qtbot, loa
         loader.open(A)  # A is current and not ready: it loads again, and B's prefetch is cancelled
     qtbot.waitUntil(lambda: not loader.busy, timeout=30_000)
     assert B not in loader._ready and loader.current_key == A
+
+
+def test_opening_clears_the_previous_run_at_once_and_says_what_it_does(qtbot, loader, tmp_path):
+    """Issue 30: a run not loaded before showed the previous run (or "No trajectory open" on a black viewer) for
+    seconds. Now the session is emptied the moment another run is asked for, and says what the load is doing, stage
+    by stage (an OSWorld run, copied so its alignment cache is cold: reading the log, aligning, indexing the video)."""
+    import shutil
+
+    from gui_app.qt.video_view import VideoView
+
+    run = shutil.copytree(SAMPLES.parent / "osworld" / "miniwob-login-user", tmp_path / "run")
+    with qtbot.waitSignal(loader.loaded, timeout=30_000):
+        loader.open(A)
+    session = loader.session
+    view = VideoView(session)
+    qtbot.addWidget(view)
+    stages: list[str] = []
+    session.loading_changed.connect(lambda: stages.append(session.loading))
+    loader.open(str(run))
+    assert session.trajectory is None and session.source is None and session.key is None  # cleared at once
+    assert session.loading_key == str(run) and session.loading  # "opening", or the load's first stage already
+    assert view.loading_text.startswith("Opening run\n")
+    with qtbot.waitSignal(loader.loaded, timeout=30_000):
+        pass
+    assert session.trajectory is not None and session.loading == "" and view.loading_text == ""
+    said = [s for s in stages if s]
+    for stage in ("reading the log", "aligning the steps to the recording", "indexing the video"):
+        assert stage in said, said
+    assert said.index("reading the log") < said.index("aligning the steps to the recording") \
+        < said.index("indexing the video")

@@ -168,7 +168,7 @@ def test_annotator_name_is_asked_saved_and_given_to_the_label_panel(qtbot, windo
     window.action_map["annotator"].trigger()
     assert window.settings.annotator == "Ada" and SettingsStore().load().annotator == "Ada"
     if window.label_panel is not None:
-        assert window.label_panel.annotator == "Ada"
+        assert window.labelling.annotator == "Ada"
 
 
 def test_corrupted_settings_warn_and_the_window_opens(qtbot, tmp_path):
@@ -273,9 +273,11 @@ def test_label_keys_work_while_the_video_has_focus(qtbot, window, library):
     window.video.setFocus()
     qtbot.waitUntil(lambda: QApplication.focusWidget() is not window.library.table, timeout=5000)
     handle = window.windowHandle()
+    window.set_annotator("ada")
+    qtbot.keyClick(handle, Qt.Key.Key_L)  # labelling starts (browsing writes nothing)
     qtbot.keyClick(handle, Qt.Key.Key_Right)  # window shortcuts still work: step 1
     qtbot.keyClick(handle, Qt.Key.Key_F)  # a label key: verdict 'failure' (no window shortcut takes it)
     qtbot.keyClick(handle, Qt.Key.Key_R)  # root cause = current step
-    qtbot.waitUntil(lambda: window.label_panel.record is not None
-                    and window.label_panel.record.verdict == "failure"
-                    and window.label_panel.record.root_cause_step == 1, timeout=5000)
+    qtbot.waitUntil(lambda: window.labelling.record is not None
+                    and window.labelling.record.verdict == "failure"
+                    and window.labelling.record.root_cause_step == 1, timeout=5000)

@@ -61,6 +61,7 @@ def test_switching_the_model_changes_the_setting_and_the_next_score(qtbot, tmp_p
                                                                         ("finetune-a:onnx", 1)]
     qtbot.waitUntil(lambda: win.scorer.job is None, timeout=30_000)
     # The same weights give the same verdict: the two models disagree on nothing, and the queue says so.
+    win.set_annotator("ada")  # a queue is built for whoever labels: named first (else the app asks)
     with qtbot.waitSignal(win.queue.started, timeout=30_000):
         win.action_map["queue_models"].trigger()
     assert win.queue.name.endswith("models disagree") and win.queue.items == []

@@ -46,9 +46,9 @@ def test_overlay_masks_come_from_the_catalog_without_the_model(qtbot, tmp_path):
     win.action_map["step_next"].trigger()  # step 1 starts on frame 1, the screen at the end of step 0
     qtbot.waitUntil(lambda: win.video._overlay is not None, timeout=10_000)
     kept = int(masks[0].sum())
-    assert win.video.overlay_text == f"Pruning mask of frame 1 (keyframe 0, end of step 0): {kept}/520 tokens kept"
+    assert win.video.overlay_text == f"Pruning mask of frame 1 (keyframe 0, end of step 1): {kept}/520 tokens kept"
     win.action_map["step_next"].trigger()
-    assert win.video.overlay_text.startswith("Pruning mask of frame 2 (keyframe 1, end of step 1)")
+    assert win.video.overlay_text.startswith("Pruning mask of frame 2 (keyframe 1, end of step 2)")
     _xs, kept = win.timeline.tokens_curve.getData()  # the timeline's tokens-kept curve, from the same masks
     assert np.allclose(kept, [m.mean() for m in masks])
     assert win.scorer.holder.model is None  # the reward model was never loaded

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
@@ -117,7 +117,7 @@ def test_marks(timeline):
     view.set_step_marks({1: "wrong element", 4: "ok", 99: "out of range"})
     pts = view.marks.points()
     assert len(pts) == 2
-    assert [p.data() for p in pts] == ["step 1: wrong element", "step 4: ok"]
+    assert [p.data() for p in pts] == ["step 2: wrong element", "step 5: ok"]  # indices 1 and 4, read from 1
     mid1 = (STEP_STARTS[1] + STEP_STARTS[2]) / 2 / FPS
     assert pts[0].pos().x() == pytest.approx(mid1)
 
@@ -176,13 +176,13 @@ def test_scores_are_legible_verdict_threshold_disagreement_and_first_deviation(t
     session.set_scores(Score(p_success=0.2, threshold=0.57, success=False, first_error_step=3, ood=0.4,
                              step_scores=[0.1, 0.1, 0.1, 0.6, 0.05, 0.05], model="m"))
     assert "ood 0.40" in view.summary.text()  # the model v2 measure, shown when it is there
-    assert "FAILURE" in view.summary.text() and "first deviation predicted at <b>step 3</b>" in view.summary.text()
+    assert "FAILURE" in view.summary.text() and "first deviation predicted at <b>step 4</b>" in view.summary.text()
     assert "&lt; threshold 0.57" in view.summary.text() and "environment: <b>failure</b>" in view.summary.text()
     assert "disagree" not in view.summary.text()
     x0, x1 = STEP_STARTS[3] / FPS, STEP_STARTS[4] / FPS
     assert view.first_dev_line.isVisible() and view.first_dev_line.value() == pytest.approx((x0 + x1) / 2)
     hover = view.hover_text((x0 + x1) / 2)
-    assert hover.startswith("step 3") and "p(first deviation) 0.60" in hover and "predicted first deviation" in hover
+    assert hover.startswith("step 4") and "p(first deviation) 0.60" in hover and "predicted first deviation" in hover
 
 
 def test_an_unknown_score_never_reads_as_a_confident_probability(timeline):
@@ -199,3 +199,29 @@ def test_an_unknown_score_never_reads_as_a_confident_probability(timeline):
     assert not view.first_dev_line.isVisible()  # no deviation claimed for a run the model cannot judge
     session.set_scores(None)
     assert "Not scored" in view.summary.text() and not view.threshold_line.isVisible()
+
+
+def test_the_first_deviation_label_stays_inside_the_plot(qtbot, timeline):
+    """Issue 30: a first deviation predicted on the last step had its words run off the plot ("first deviation?
+    step"); they now sit on the side of the line with room."""
+    from gui_app.core.score import Score
+
+    session, view, _traj = timeline
+    last = len(STEP_STARTS) - 1
+    for step in (0, last):
+        session.set_scores(Score(p_success=0.2, threshold=0.5, success=False, first_error_step=step,
+                                 step_scores=[0.1] * len(STEP_STARTS), model="m"))
+        label = view.first_dev_line.label
+        assert label.toPlainText() == f"first deviation? step {step + 1}"
+        def pixels(lb=label):  # the plot and the words in scene pixels (the words ignore the plot's scaling)
+            br = lb.boundingRect()
+            return view.vb.sceneBoundingRect(), QRectF(lb.scenePos() + br.topLeft(), br.size())
+
+        def placed() -> bool:  # beside its line, once repositioned
+            x = view.vb.mapViewToScene(QPointF(view.first_dev_line.value(), 0)).x()
+            _plot, words = pixels()
+            return min(abs(words.left() - x), abs(words.right() - x)) < 3
+
+        qtbot.waitUntil(placed, timeout=3000)
+        plot, words = pixels()
+        assert plot.left() <= words.left() and words.right() <= plot.right() + 1, (plot, words)  # ... and whole

@@ -25,11 +25,13 @@ def bar(qtbot, tmp_path):
 
 def test_counters_buttons_and_speed(qtbot, bar):
     session, view = bar
-    assert view.frame_label.text() == f"frame  0/{N_FRAMES - 1} · step 0/{len(STEP_STARTS) - 1}"
+    # steps numbered from 1 (issue 30: "step 0/5" for a 6-step run)
+    assert view.frame_label.text() == f"frame  0/{N_FRAMES - 1} · step 1/{len(STEP_STARTS)}"
     assert view.time_label.text() == "0:00.0 / 0:06.0"
     qtbot.mouseClick(view.next_button, Qt.MouseButton.LeftButton)
     assert (session.step, session.frame) == (1, STEP_STARTS[1])
-    assert view.frame_label.text().startswith(f"frame  {STEP_STARTS[1]}/") and view.time_label.text().startswith("0:00.7")
+    assert view.frame_label.text().startswith(f"frame  {STEP_STARTS[1]}/")
+    assert view.time_label.text().startswith("0:00.7")
     qtbot.mouseClick(view.play_button, Qt.MouseButton.LeftButton)
     assert session.playing and view.play_button.toolTip() == "Pause (Space)"
     qtbot.mouseClick(view.play_button, Qt.MouseButton.LeftButton)
@@ -63,7 +65,7 @@ def test_a_trajectory_without_frames_scrubs_by_step(qtbot):
     qtbot.addWidget(view)
     view.resize(600, 32)
     view.show()
-    assert not view.play_button.isEnabled() and view.frame_label.text() == "no frames · step 0/4"
+    assert not view.play_button.isEnabled() and view.frame_label.text() == "no frames · step 1/5"
     scrub = view.scrubber
     qtbot.mouseClick(scrub, Qt.MouseButton.LeftButton, pos=QPoint(round(scrub.x_of(3)), 10))
     assert session.step == 3

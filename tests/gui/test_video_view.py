@@ -155,7 +155,7 @@ def test_overlay_dims_dropped_tokens_and_toggles(qtbot, viewer):
     left, right = region_means()
     assert right < plain_right * 0.5  # dropped tokens (right half of the grid) dimmed
     assert abs(left - plain_left) < plain_left * 0.25  # kept tokens only tinted
-    assert "frame 41 (keyframe 2, end of step 3)" in view.overlay_text
+    assert "frame 41 (keyframe 2, end of step 4)" in view.overlay_text
     # The next frame was not seen by the model: no mask drawn over it, and the view says where one is.
     session.set_frame(STEP_STARTS[4] + 1)
     qtbot.waitUntil(lambda: view.shown_frame == STEP_STARTS[4] + 1)
