@@ -352,7 +352,7 @@ def test_schema_created_migrated_and_guarded(tmp_path: Path):
     assert fresh.schema_version == SCHEMA_VERSION >= 1
     conn = sqlite3.connect(fresh.db_path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     assert {"trajectories", "files", "scores", "latest_scores"} <= tables
     conn.close()
 

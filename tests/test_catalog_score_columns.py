@@ -1,10 +1,12 @@
-"""The latest score copied into each trajectory row (migration 4) always equals what latest_scores holds."""
+"""The library rows always show each run's latest score, read from the one table scores are stored in (through the
+view latest_scores, migration 9; copied into each trajectory row by triggers from migration 4 to 8)."""
 
 from __future__ import annotations
 
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from gui_app.core.catalog import SCHEMA_VERSION, Catalog
 from gui_app.core.score import Score
@@ -13,14 +15,22 @@ from tests.gui.library_fixtures import make_library, write_native
 
 
 def mirrored(db: Path) -> None:
-    """Every trajectory row's score columns equal its latest_scores row (or are NULL without one)."""
+    """Every library row's score fields equal its key's latest row of scores (or are NULL without one), as a
+    fresh reader builds the rows."""
     conn = sqlite3.connect(db)
-    diff = conn.execute(
-        "SELECT t.key FROM trajectories t LEFT JOIN latest_scores s ON s.key = t.key "
-        "WHERE t.p_success IS NOT s.p_success OR t.first_error_step IS NOT s.first_error_step "
-        "OR t.score_id IS NOT s.score_id").fetchall()
+    latest = {k: rest for k, *rest in conn.execute(
+        "SELECT key, p_success, first_error_step, threshold, success, unknown FROM scores WHERE id IN "
+        "(SELECT MAX(id) FROM scores GROUP BY key)")}
+    keys = [k for (k,) in conn.execute("SELECT key FROM trajectories")]
     conn.close()
-    assert diff == []
+    with Catalog(db) as cat:
+        shown = {r.key: [r.p_success, r.first_error_step, r.threshold, r.model_success, r.model_unknown]
+                 for r in cat.query()}
+
+    def row_fields(p: float | None, f: int | None, t: float | None, s: int | None, u: int) -> list[Any]:
+        return [p, f, t, None if s is None else bool(s), bool(u)]
+
+    assert shown == {k: row_fields(*latest[k]) if k in latest else [None] * 5 for k in keys}
 
 
 def test_scores_follow_scores_rescans_and_removals(tmp_path: Path):
@@ -40,7 +50,7 @@ def test_scores_follow_scores_rescans_and_removals(tmp_path: Path):
     assert {r.id for r in cat.query(filters={"scored": True})} == {"traj-00001", "traj-00002", "traj-00004"}
     assert {r.id for r in cat.query(filters={"min_p_success": 0.3})} == {"traj-00001", "traj-00004"}
     assert cat.count(filters={"scored": False}) == 3
-    # Deleting the latest score falls back to the one before (scores_delete), and the row follows.
+    # Deleting the latest score falls back to the one before (the view reads the largest id left), and the row follows.
     conn = sqlite3.connect(cat.db_path)
     conn.execute("DELETE FROM scores WHERE id = (SELECT MAX(id) FROM scores WHERE key = ?)", (key,))
     conn.commit()

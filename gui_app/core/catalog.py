@@ -43,8 +43,8 @@ from typing import Any, NamedTuple
 
 from gui_app.core import db
 from gui_app.core.errors import CatalogDamagedError, CatalogError, RollscopeError, clip
-from gui_app.core.formats import FolderWalk, signature
-from gui_app.core.identity import library_key
+from gui_app.core.formats import FolderWalk, signature, split_selector
+from gui_app.core.identity import trajectory_key
 from gui_app.core.score import Score, verdict
 from gui_app.core.trajectory import Trajectory
 
@@ -65,9 +65,12 @@ _FILTER_KEYS = {"format", "success", "has_error", "task", "min_p_success", "max_
 # A row's outcome and the reward model's verdict in words, searched with its text ("fail" finds the failures).
 _SEARCH_FACTS = ("(CASE WHEN t.error IS NOT NULL THEN 'error' WHEN t.success = 1 THEN 'success' "
                  "WHEN t.success = 0 THEN 'failure' ELSE '' END || ' ' || "
-                 "CASE WHEN t.model_unknown = 1 THEN 'unknown' WHEN t.model_success = 1 THEN 'success' "
-                 "WHEN t.model_success = 0 THEN 'failure' WHEN t.threshold IS NULL OR t.p_success IS NULL THEN '' "
-                 "WHEN t.p_success >= t.threshold THEN 'success' ELSE 'failure' END)")
+                 "CASE WHEN s.unknown = 1 THEN 'unknown' WHEN s.success = 1 THEN 'success' "
+                 "WHEN s.success = 0 THEN 'failure' WHEN s.threshold IS NULL OR s.p_success IS NULL THEN '' "
+                 "WHEN s.p_success >= s.threshold THEN 'success' ELSE 'failure' END)")
+# Every word _SEARCH_FACTS can hold. A search word (never holding a space) that is part of none of them cannot match
+# it, so it is looked for in the text alone, without joining the scores (most words: "click", "settings").
+_FACT_WORDS = ("error", "success", "failure", "unknown")
 
 # What SQLite says of a damaged file (flipped bytes, a truncated page, a dropped table): the catalog is set aside and
 # rebuilt rather than read on. Locked, read-only or missing files are not damage.
@@ -80,8 +83,8 @@ def _is_damage(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and any(m in str(exc).lower() for m in _DAMAGE)
 
 
-# The latest score's p_success and first_error_step are columns of the trajectory row (kept by triggers from
-# latest_scores, migration 4): library queries read one table. info() still joins for the model and time.
+# The one read path of the score: every reader of "a run's score" reads the view latest_scores (each key's latest
+# row of scores, the one table a score is stored in; migration 9), joined by key through the index scores(key, id).
 _JOIN = "LEFT JOIN latest_scores s ON s.key = t.key"
 # success is stored as 1/0/NULL; the column name's [type] makes sqlite3 turn it into True/False itself (connections
 # use PARSE_COLNAMES), so every selected tuple is already a CatalogRow's fields in order and rows are built without
@@ -89,14 +92,13 @@ _JOIN = "LEFT JOIN latest_scores s ON s.key = t.key"
 _BOOL_TYPE = "rollscope_bool"
 sqlite3.register_converter(_BOOL_TYPE, defaultdict(lambda: True, {b"0": False}).__getitem__)
 _COLUMNS = f"""t.key, t.id, t.path, t.format, t.instruction, t.task, t.n_steps, t.duration,
-    t.success AS "success [{_BOOL_TYPE}]", t.score, t.outcome_source, t.p_success, t.first_error_step, t.error,
-    t.threshold, t.model_success AS "model_success [{_BOOL_TYPE}]", t.ref,
-    t.model_unknown AS "model_unknown [{_BOOL_TYPE}]\""""
-_SELECT = f"SELECT {_COLUMNS} FROM trajectories t"
+    t.success AS "success [{_BOOL_TYPE}]", t.score, t.outcome_source, s.p_success, s.first_error_step, t.error,
+    s.threshold, s.success AS "model_success [{_BOOL_TYPE}]", t.ref, s.unknown AS "model_unknown [{_BOOL_TYPE}]\""""
+_SELECT = f"SELECT {_COLUMNS} FROM trajectories t {_JOIN}"
 # A score's columns, as set_score writes them and latest_score reads them.
 _SCORE_COLUMNS = ("key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, "
                   "keyframe_steps, mask_shapes, masks, threshold, success, ood, warnings, seconds, timings, unknown")
-# The columns a scan writes (the score columns are the triggers' business).
+# The columns a scan writes (a row's score is read from latest_scores, never stored in the row).
 _SCAN_COLUMNS = ("key, id, path, format, instruction, task, app, n_steps, duration, success, score, outcome_source, "
                  "has_video, error, warnings, scanned_at, search, ref")
 
@@ -406,7 +408,7 @@ class Catalog:
 
         def write() -> None:
             conn.executemany("UPDATE trajectories SET ref = ? WHERE key = ?",
-                             [(library_key(k, self.library_root), k) for (k,) in rows])
+                             [(trajectory_key(k, self.library_root), k) for (k,) in rows])
 
         self._rows_write(conn, write, "cannot give existing rows their library keys")
 
@@ -479,7 +481,7 @@ class Catalog:
     # -- scanning --------------------------------------------------------------------------------------------
 
     def scan(self, root: str | Path, progress: ProgressFn | None = None, cancel: CancelFn | None = None,
-             force: bool = False) -> ScanReport:
+             force: bool = False, tasks_roots: Sequence[str | Path] | None = None) -> ScanReport:
         """Index every trajectory under ``root`` (a folder, or one unit).
 
         Each unit is loaded with its importer; a unit that fails to load is recorded as one row carrying the error
@@ -494,6 +496,8 @@ class Catalog:
                 ``total`` is None and ``done`` counts units found so far, then ``done`` counts units processed.
             cancel: polled between units; returning True stops the scan (``report.cancelled``).
             force: re-read every unit even when unchanged.
+            tasks_roots: where OSWorld task configs are looked for (``--tasks-root``); None: the user's default
+                (see :func:`gui_app.core.formats.load_unit`).
 
         Raises:
             CatalogError: ``root`` does not exist, or the database cannot be written.
@@ -553,7 +557,7 @@ class Catalog:
                     if progress is not None:
                         progress(done, total, path)
                     continue
-                trajs, err = self._load_unit(Path(path), imp, self.library_root or root)
+                trajs, err = self._load_unit(Path(path), imp, self.library_root or root, tasks_roots)
             rows = self._unit_rows(path, imp.name, trajs, err, time.time())
             batch.append((path, imp.name, sig, rows))
             row_error = rows[0][13] if len(rows) == 1 else None  # the error column: set on a unit's one error row
@@ -575,7 +579,6 @@ class Catalog:
                 with self._reading():
                     gone |= self._units_outside(conn, str(root))
             if gone:
-                self._carry_scores(conn, sorted(gone))
                 self._remove_units(conn, sorted(gone))
             report.removed = len(gone)
         report.seconds = time.perf_counter() - t0
@@ -590,12 +593,13 @@ class Catalog:
             report.errors.append({"path": path, "error": error})
 
     @staticmethod
-    def _load_unit(path: Path, imp: Any, library_root: Path) -> tuple[list[Trajectory] | None, str | None]:
+    def _load_unit(path: Path, imp: Any, library_root: Path,
+                   tasks_roots: Sequence[str | Path] | None = None) -> tuple[list[Trajectory] | None, str | None]:
         from gui_app.core.formats import load_unit
 
         try:
             # align=False: placing steps in a recording decodes the whole video, and a listing needs no step times.
-            trajs = load_unit(path, imp, align=False, library_root=library_root)
+            trajs = load_unit(path, imp, align=False, library_root=library_root, tasks_roots=tasks_roots)
         except Exception as exc:  # noqa: BLE001 -- one bad unit (or importer bug) must not end a scan of thousands
             return None, _error_text(exc)
         if not trajs:
@@ -678,29 +682,6 @@ class Catalog:
 
         self._rows_write(conn, write, "cannot write the catalog")
 
-    def _carry_scores(self, conn: sqlite3.Connection, paths: list[str]) -> None:
-        """Before the rows of vanished units go, give their scores to the rows now holding the same library key:
-        the library moved (or was copied) with its ``.rollscope``, its units did not change."""
-        with self._reading():
-            moves = conn.execute(
-                "SELECT old.key, new.key FROM trajectories old JOIN trajectories new ON new.ref = old.ref "
-                f"AND new.key != old.key WHERE old.path IN ({','.join('?' * len(paths))}) "
-                "AND new.path NOT IN (SELECT value FROM json_each(?))", (*paths, json.dumps(paths))).fetchall()
-        if not moves:
-            return
-
-        def write() -> None:
-            for old, new in moves:
-                if conn.execute("SELECT 1 FROM scores WHERE key = ?", (new,)).fetchone():
-                    continue  # the row at the new place was scored itself: its own scores win
-                conn.execute("UPDATE scores SET key = ? WHERE key = ?", (new, old))
-                conn.execute("UPDATE latest_scores SET key = ? WHERE key = ?", (new, old))
-                conn.execute("UPDATE trajectories SET (p_success, first_error_step, score_id, threshold, "
-                             "model_success) = (SELECT p_success, first_error_step, score_id, threshold, success "
-                             "FROM latest_scores WHERE key = ?) WHERE key = ?", (new, new))
-
-        self._rows_write(conn, write, "cannot carry scores over to moved units")
-
     def _unit_rows(self, path: str, fmt: str, trajs: list[Trajectory] | None, err: str | None,
                    now: float) -> list[tuple[Any, ...]]:
         """The trajectory rows of one unit: one per trajectory, or one carrying the error; every value one SQLite
@@ -713,7 +694,7 @@ class Catalog:
             name = os.path.basename(path.rstrip(os.sep)) or path
             return [tuple(map(_sql_value, (path, name, path, fmt, "", None, None, None, None, None, None, None, 0,
                                            clip(text or f"{path}: holds no trajectory"), 0, now, name.lower(),
-                                           library_key(path, self.library_root))))]
+                                           trajectory_key(path, self.library_root))))]
 
         if trajs is None:
             return error_row(err)
@@ -723,7 +704,7 @@ class Catalog:
             for i, t in enumerate(trajs):
                 key = f"{path}#{i}" if multi else path
                 task = _task_of(t)
-                ref = library_key(key, self.library_root)
+                ref = trajectory_key(key, self.library_root)
                 search = " ".join(x for x in (t.id, t.instruction, task, ref) if x).lower()
                 success = t.outcome.success
                 rows.append(tuple(map(_sql_value, (
@@ -735,9 +716,22 @@ class Catalog:
         return rows
 
     def _remove_units(self, conn: sqlite3.Connection, paths: list[str]) -> None:
+        """Drop the rows of vanished units with their scores, in one transaction. A score first follows its run to
+        the row now holding the same library key, when that row has no score of its own: the library moved (or was
+        copied) with its ``.rollscope``, its units did not change. The score moves whole, in the one table it is
+        stored in (its key is rewritten; nothing is copied)."""
         args = [(p,) for p in paths]
+        gone = json.dumps(paths)  # one parameter however many units went (SQLite limits a statement's parameters)
 
         def write() -> None:
+            moves = conn.execute(
+                "SELECT old.key, new.key FROM trajectories old JOIN trajectories new ON new.ref = old.ref "
+                "AND new.key != old.key WHERE old.path IN (SELECT value FROM json_each(?1)) "
+                "AND new.path NOT IN (SELECT value FROM json_each(?1)) "
+                "AND EXISTS (SELECT 1 FROM scores WHERE key = old.key)", (gone,)).fetchall()
+            for old, new in moves:
+                if conn.execute("SELECT 1 FROM scores WHERE key = ?", (new,)).fetchone() is None:
+                    conn.execute("UPDATE scores SET key = ? WHERE key = ?", (new, old))
             conn.executemany("DELETE FROM scores WHERE key IN (SELECT key FROM trajectories WHERE path = ?)", args)
             conn.executemany("DELETE FROM trajectories WHERE path = ?", args)
             conn.executemany("DELETE FROM files WHERE path = ?", args)
@@ -748,16 +742,23 @@ class Catalog:
 
     @staticmethod
     def _where(text: str, filters: dict[str, Any] | None) -> tuple[str, list[Any]]:
+        """What follows ``FROM trajectories t`` to keep the rows matching ``text`` and ``filters``, and its
+        arguments: the WHERE clause, after the join to the latest scores when it reads them (only then: it costs a
+        lookup per row)."""
         clauses: list[str] = []
         args: list[Any] = []
+        scores = False  # whether a clause reads the latest score (s.*)
         # Text search: every word must occur in the lower-cased id/instruction/task (instr: no LIKE escaping), the
         # outcome or the model's verdict in words, or (filter ``label_refs``: {word: library keys}, what the label
         # store matched) the row's labels.
         label_refs = (filters or {}).get("label_refs") or {}
         for word in text.lower().split():
-            clauses.append(f"instr(t.search, ?) > 0 OR instr({_SEARCH_FACTS}, ?) > 0"
+            facts = any(word in fact for fact in _FACT_WORDS)
+            scores |= facts
+            clauses.append("instr(t.search, ?) > 0" + (f" OR instr({_SEARCH_FACTS}, ?) > 0" if facts else "")
                            + (" OR t.ref IN (SELECT value FROM json_each(?))" if word in label_refs else ""))
-            args.extend([word, word, *([json.dumps(list(label_refs[word]))] if word in label_refs else [])])
+            args.extend([word, *([word] if facts else []),
+                         *([json.dumps(list(label_refs[word]))] if word in label_refs else [])])
         f = dict(filters or {})
         unknown = set(f) - _FILTER_KEYS
         if unknown:
@@ -780,14 +781,18 @@ class Catalog:
             clauses.append("t.task = ?")
             args.append(f["task"])
         if f.get("min_p_success") is not None:
-            clauses.append("t.p_success >= ?")
+            clauses.append("s.p_success >= ?")
             args.append(float(f["min_p_success"]))
         if f.get("max_p_success") is not None:
-            clauses.append("t.p_success <= ?")
+            clauses.append("s.p_success <= ?")
             args.append(float(f["max_p_success"]))
         if f.get("scored") is not None:
-            clauses.append("t.score_id IS NOT NULL" if f["scored"] else "t.score_id IS NULL")
-        return ("WHERE " + " AND ".join(f"({c})" for c in clauses)) if clauses else "", args
+            # A run has a latest score when it has any: one look into the index, without finding which is latest.
+            clauses.append("t.key " + ("" if f["scored"] else "NOT ") + "IN (SELECT key FROM scores)")
+        scores |= any(f.get(name) is not None for name in ("min_p_success", "max_p_success"))
+        if not clauses:
+            return "", args
+        return (f"{_JOIN} " if scores else "") + "WHERE " + " AND ".join(f"({c})" for c in clauses), args
 
     def _snapshot(self, conn: sqlite3.Connection) -> tuple[tuple[int, int], list[CatalogRow]]:
         """(version token, every row sorted by key), cached for all threads and kept current cheaply.
@@ -906,13 +911,27 @@ class Catalog:
         with self._reading():
             return {r for (r,) in self._conn().execute("SELECT ref FROM trajectories WHERE ref IS NOT NULL")}
 
-    def ref_of(self, key: str) -> str:
-        """The library key of a catalog key (computed from the library root when the catalog does not hold it)."""
+    def score_key(self, key: str) -> str:
+        """The key the scores of one trajectory are stored under, whichever name it is given by: its library key
+        (:attr:`Trajectory.key <gui_app.core.trajectory.Trajectory.key>`, a row's ``ref``), its catalog key, or its
+        path (a relative one taken from the working folder, as ``rollscope score`` is given it). The one computation
+        :meth:`set_score` and :meth:`latest_score` key by, so a score written under one name is read under any other.
+
+        A path is turned into its library key by :func:`gui_app.core.identity.trajectory_key`, as the rows' keys
+        are; the scores are stored by the key of the row holding that library key (the table joins rows by it). A
+        trajectory not scanned yet gets the key its row will have: its absolute path.
+        """
+        text = str(key)
+        named_path = os.path.isabs(text) or os.path.lexists(split_selector(text)[0])
+        ref = trajectory_key(text, self.library_root) if named_path else text
         with self._reading():
-            row = self._conn().execute("SELECT ref FROM trajectories WHERE key = ?", (str(key),)).fetchone()
-        if row is not None and row[0]:
-            return row[0]
-        return library_key(key, self.library_root)
+            row = self._conn().execute("SELECT key FROM trajectories WHERE ref = ? ORDER BY scanned_at DESC LIMIT 1",
+                                       (ref,)).fetchone()
+        if row is not None:
+            return str(row[0])
+        if named_path or self.library_root is None:
+            return os.path.abspath(text)
+        return os.path.join(self.library_root, text)
 
     def info(self, key: str) -> dict[str, Any] | None:
         """Everything the catalog holds on one trajectory: its row's fields plus ``app``, ``has_video``,
@@ -954,7 +973,8 @@ class Catalog:
     # -- scores ----------------------------------------------------------------------------------------------
 
     def set_score(self, key: str, score: Score) -> None:
-        """Record a reward-model score of ``key`` whole; the latest one is what queries show. Earlier ones are kept.
+        """Record a reward-model score of ``key`` (any name of the trajectory: :meth:`score_key`) whole; the latest
+        one is what queries show. Earlier ones are kept.
 
         A key the catalog does not (yet) hold is accepted: its score shows once a scan records the trajectory.
         The pruning masks are stored packed (see :func:`pack_masks`), so the overlay shows after reopening without
@@ -963,6 +983,7 @@ class Catalog:
         Raises:
             CatalogError: the write failed, or the score has masks and keyframe steps of different lengths.
         """
+        key = self.score_key(key)
         steps = json.dumps([float(x) for x in score.step_scores])
         shapes, blob, kf = None, None, None
         if score.masks:
@@ -996,15 +1017,17 @@ class Catalog:
         catalog kept it, are absent): what the "teach the model" queue weighs beside the model's uncertainty."""
         with self._reading("read scores"):
             return {k: float(o) for k, o in self._conn().execute(
-                "SELECT t.key, s.ood FROM trajectories t JOIN scores s ON s.id = t.score_id WHERE s.ood IS NOT NULL")}
+                "SELECT t.key, s.ood FROM trajectories t JOIN latest_scores s ON s.key = t.key "
+                "WHERE s.ood IS NOT NULL")}
 
     def latest_score(self, key: str) -> Score | None:
-        """The latest score of ``key``, whole (per-step scores, pruning masks, threshold and verdict), or None when
-        it was never scored. A score stored without masks (or before schema version 3) has ``masks == []``; one
-        stored before version 5 has no threshold, verdict, warnings or timings."""
+        """The latest score of ``key`` (any name of the trajectory: :meth:`score_key`), whole (per-step scores,
+        pruning masks, threshold and verdict), or None when it was never scored. A score stored without masks (or
+        before schema version 3) has ``masks == []``; one stored before version 5 has no threshold, verdict, warnings
+        or timings."""
         with self._reading("read a score"):
-            row = self._conn().execute(f"SELECT {_SCORE_COLUMNS} FROM scores WHERE key = ? ORDER BY id DESC LIMIT 1",
-                                       (str(key),)).fetchone()
+            row = self._conn().execute(f"SELECT {_SCORE_COLUMNS} FROM latest_scores WHERE key = ?",
+                                       (self.score_key(key),)).fetchone()
         if row is None:
             return None
         (_key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, kf, shapes,
