@@ -16,8 +16,7 @@ def _isolated_settings(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("ROLLSCOPE_CONFIG_DIR", str(home / "config"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
     monkeypatch.setenv("ROLLSCOPE_CACHE_DIR", str(home / "cache"))
-    # Empty rather than deleted: monkeypatch then restores it after the test even when a command's --tasks-root set
-    # it for the process meanwhile (a deleted-when-absent variable is not tracked, and leaked into later tests).
+    # The user's own OSWorld task roots are not the tests' (a command's --tasks-root is an argument of its loads).
     monkeypatch.setenv("ROLLSCOPE_OSWORLD_TASKS_ROOT", "")
 
 

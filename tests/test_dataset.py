@@ -251,3 +251,33 @@ def test_the_eleven_heldout_types_are_kept_out_by_default(recorded, tmp_path):
     # Asked for nothing held out, it trains on every type.
     df2 = _build(root, tmp_path / "ds2", holdout_tasks=())
     assert "heldout_task" not in set(df2["split"].unique())
+
+
+def test_human_labels_are_found_by_the_library_key(tmp_path):
+    """The app labels a run under its library key (issue 25); the dataset looked labels up by the format's id only,
+    so a verdict given in the app never reached it. A label stored under an id before keys existed still counts,
+    but only where no other run has that id."""
+    from gui_app.core import formats
+    from gui_app.core import store as store_mod
+
+    root = tmp_path / "lib"
+    rng = np.random.default_rng(2)
+    a = _write(root, "click-button", 100, success=True, rng=rng)
+    b = _write(root, "click-button", 101, success=True, rng=rng)
+    c = _write(root, "click-button", 102, success=True, rng=rng)
+    doc = json.loads((c / "trajectory.json").read_text())
+    doc["id"] = native.load(b).id  # two runs share one format id
+    (c / "trajectory.json").write_text(json.dumps(doc))
+    path = store_mod.default_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    st = store_mod.SqliteAnnotationStore(path)
+    try:
+        st.set_field(formats.load(a, library_root=root).key, "alice", "verdict", "failure")  # as the app keys it
+        st.set_field(native.load(b).id, "alice", "verdict", "failure")  # an old label under an id two runs have
+    finally:
+        st.close()
+    df = _build(root, tmp_path / "ds", negatives=[])
+    (labelled,) = [r for r in df.to_dicts() if r["id"] == native.load(a).id]
+    assert (labelled["label_source"], labelled["success"]) == ("human", False)
+    shared = [r for r in df.to_dicts() if r["id"] == native.load(b).id]
+    assert len(shared) == 2 and all(r["label_source"] == "env" and r["success"] is True for r in shared)

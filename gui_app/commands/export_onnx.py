@@ -25,5 +25,6 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(info))
     else:
         print(f"wrote {info['out']}: model.onnx {info['onnx_bytes'] / 1e6:.2f} MB, pointer.onnx "
-              f"{info['pointer_bytes'] / 1e6:.2f} MB; onnxruntime vs torch max abs diff {info['onnx_max_abs_diff']:.2e}")
+              f"{info['pointer_bytes'] / 1e6:.2f} MB; onnxruntime vs torch max abs diff "
+              f"{info['onnx_max_abs_diff']:.2e}")
     return 0

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from gui_app.commands.options import add_tasks_root, apply_tasks_root
+from gui_app.commands.options import add_tasks_root, tasks_roots
 from gui_app.core.trajectory import Trajectory
 
 
@@ -40,12 +40,11 @@ def describe(traj: Trajectory) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    apply_tasks_root(args)
     from gui_app.core import formats, video
     from gui_app.core.errors import VideoError
     from gui_app.core.safety import printable
 
-    traj = formats.load(args.path, args.fmt, library_root=args.root)
+    traj = formats.load(args.path, args.fmt, library_root=args.root, tasks_roots=tasks_roots(args))
     if traj.video is not None and (traj.video.fps is None or traj.video.frames is None):
         try:
             traj.video = video.probe(traj.video.path)

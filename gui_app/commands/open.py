@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gui_app.commands.options import add_tasks_root, apply_tasks_root
+from gui_app.commands.options import add_tasks_root, tasks_roots
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -13,7 +13,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    apply_tasks_root(args)  # the app's loads run in this process: OSWorld runs find their instructions there
     from gui_app.qt.app import run_app
 
-    return run_app(args.path)
+    return run_app(args.path, tasks_roots(args))  # the app's loads find OSWorld instructions there

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from gui_app.commands.options import add_tasks_root, apply_tasks_root
+from gui_app.commands.options import add_tasks_root, tasks_roots
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,7 +31,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    apply_tasks_root(args)
     from gui_app.commands.progress import bar
     from gui_app.core.catalog import open_for_scan
     from gui_app.core.errors import CatalogError
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         pbar.update(done - pbar.n)
 
     try:
-        report = catalog.scan(root, progress=on_progress, force=args.force)
+        report = catalog.scan(root, progress=on_progress, force=args.force, tasks_roots=tasks_roots(args))
     finally:
         pbar.close()
         catalog.close()

@@ -18,7 +18,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gui_app.commands.options import add_tasks_root, apply_tasks_root
+from gui_app.commands.options import add_tasks_root, tasks_roots
 from gui_app.core.safety import printable
 
 if TYPE_CHECKING:
@@ -79,9 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from functools import partial
     from pathlib import Path
 
-    apply_tasks_root(args)  # before any load, and before Ray starts: its workers read the same task roots
     from gui_app.commands.progress import bar
-    from gui_app.core.scoring import ScoreOutcome
     from models.runtime import RewardModel
 
     from gui_app.commands.model import active_or
@@ -101,11 +99,7 @@ def run(args: argparse.Namespace) -> int:
         except RollscopeError:
             catalog.close()
             raise
-    paths = expand(args.paths)
-    if catalog is not None:  # the catalog keys units by absolute path (scan): scores must land on those rows
-        import os
-
-        paths = [os.path.abspath(p) for p in paths]
+    paths = expand(args.paths)  # the catalog turns each into the trajectory's key (Catalog.score_key)
     pbar = bar(len(paths), desc="scoring", json_mode=args.json)
     counts = {"all": 0, "failed": 0}
 
@@ -123,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             factory = partial(RewardModel.load, args.model, backend=args.backend)
             stats = score_on_ray(paths, factory, address=args.ray, workers=args.workers, catalog=catalog,
                                  prune=args.prune, chunk=args.batch_size, on_outcome=show, library_root=root,
+                                 tasks_roots=tasks_roots(args),
                                  progress=lambda done, total: pbar.update(done - pbar.n))
             if stats.retried and not args.json:
                 print(f"note: {stats.retried} trajectories were sent again after {stats.replaced} Ray worker(s) "
@@ -132,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
             model = RewardModel.load(args.model, backend=args.backend)
             score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size, on_outcome=show,
-                       progress=lambda done, total: pbar.update(done - pbar.n), library_root=root)
+                       progress=lambda done, total: pbar.update(done - pbar.n), library_root=root,
+                       tasks_roots=tasks_roots(args))
     finally:
         pbar.close()
         if catalog is not None:

@@ -24,10 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="run folder (checkpoint.pt, train_log.json; with --from-labels also "
                                                 "the exported weights and report.json)")
     p.add_argument("--epochs", type=int, default=None,
-                   help="maximum epochs (default 14, the shipped recipe, early stop on validation loss; --from-labels: 12)")
+                   help="maximum epochs (default 14, the shipped recipe, early stop on validation loss; "
+                        "--from-labels: 12)")
     p.add_argument("--seed", type=int, default=0, help="seed for init, split, shuffling and augmentation")
     p.add_argument("--batch-size", type=int, default=None, help="default 32 (--from-labels: 16)")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default 2e-3, the shipped recipe; --from-labels: 3e-4)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="learning rate (default 2e-3, the shipped recipe; --from-labels: 3e-4)")
     p.add_argument("--patience", type=int, default=5, help="epochs without a better validation loss before stopping")
     p.add_argument("--cache", default="", help="perception cache folder (default: DS/.perception; --from-labels: "
                                                "RUN/.perception)")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gui_app.core.errors import RollscopeError
-from gui_app.core.formats.osworld import TASKS_ROOT_ENV
+from gui_app.core.formats.osworld import default_tasks_roots
 from gui_app.core.scoring import CancelFn, ProgressFn, Scorer, ScoreOutcome, score_many
 
 if TYPE_CHECKING:
@@ -37,10 +37,6 @@ if TYPE_CHECKING:
 
 ScorerFactory = Callable[[], Scorer[Any]]
 LOCAL = "local"  # the --ray value that starts a Ray instance on this machine
-# What the importers read from the environment, set on every worker as the driver has it (empty where the driver has
-# none): a worker on another node, or started before ``--tasks-root`` was applied, would otherwise place OSWorld
-# instructions differently from local scoring.
-FORWARDED_ENV = (TASKS_ROOT_ENV,)
 
 
 class ClusterError(RollscopeError):
@@ -61,17 +57,19 @@ class _Worker:
         """This worker's process id, and why its model did not load (None: it did)."""
         return os.getpid(), self.error
 
-    def score(self, items: list[str], prune: bool, batch_size: int,
-              library_root: str | None = None) -> list[ScoreOutcome]:
+    def score(self, items: list[str], prune: bool, batch_size: int, library_root: str | None = None,
+              tasks_roots: list[str] | None = None) -> list[ScoreOutcome]:
         assert self.model is not None  # the driver sends no work to a worker that is not ready
         try:
-            return score_many(items, self.model, prune=prune, batch_size=batch_size, library_root=library_root)
+            return score_many(items, self.model, prune=prune, batch_size=batch_size, library_root=library_root,
+                              tasks_roots=tasks_roots)
         except Exception:  # noqa: BLE001 -- a batch that failed as a whole: each alone, so one bad trajectory is
             # one error line, as in local scoring (score_many already isolates load and prepare errors)
             out: list[ScoreOutcome] = []
             for item in items:
                 try:
-                    out += score_many([item], self.model, prune=prune, batch_size=1, library_root=library_root)
+                    out += score_many([item], self.model, prune=prune, batch_size=1, library_root=library_root,
+                                      tasks_roots=tasks_roots)
                 except Exception as exc:  # noqa: BLE001 -- the error line names it
                     out.append(ScoreOutcome(key=item, id="", error=f"{type(exc).__name__}: {exc}"))
             return out
@@ -129,7 +127,8 @@ class RayScoring:
             raise ClusterError("scoring on Ray needs ray: pip install 'rollscope[cluster]'") from exc
         self._ray = ray
         if not ray.is_initialized():
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report from a scoring job
+            # No usage report from a scoring job: Ray itself sends none from an instance ray.init() starts (release
+            # wheels); a cluster joined keeps its own setting.
             local = self.address in (None, LOCAL)
             kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
             if local:
@@ -143,9 +142,7 @@ class RayScoring:
                                    f"{exc}") from exc
             self._started_ray = True
         n = self.n_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        # A worker loads trajectories as the driver would (--tasks-root, or none), whatever its node's environment.
-        env = {k: os.environ.get(k, "") for k in FORWARDED_ENV}
-        self._actor_cls = ray.remote(num_cpus=1, max_restarts=0, runtime_env={"env_vars": env})(_Worker)
+        self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(_Worker)
         self._actors = [self._new_actor() for _ in range(n)]
         self.stats.workers = n
         self.stats.pids = [self._ready(a) for a in self._actors]
@@ -179,12 +176,15 @@ class RayScoring:
 
     # --- scoring ---------------------------------------------------------------------------------------------
     def run(self, items: Iterable[str], catalog: Catalog | None = None, progress: ProgressFn | None = None,
-            cancel: CancelFn | None = None, prune: bool = True,
-            library_root: str | None = None) -> Iterator[ScoreOutcome]:
+            cancel: CancelFn | None = None, prune: bool = True, library_root: str | None = None,
+            tasks_roots: Sequence[str | Path] | None = None) -> Iterator[ScoreOutcome]:
         """Score ``items`` (paths or catalog keys every worker can read) on the workers; yields each outcome as it
         arrives (completion order), after writing its score to ``catalog`` when given. ``library_root``: where
         media may be read besides each trajectory's folder, as in local scoring (an absolute path: a worker's working
-        folder is not the driver's).
+        folder is not the driver's). ``tasks_roots``: where OSWorld task configs are looked for (``--tasks-root``);
+        None: the driver's default (``$ROLLSCOPE_OSWORLD_TASKS_ROOT`` here). Each worker is sent the driver's roots
+        as an argument and reads exactly those, whatever its node's environment, so it places OSWorld instructions
+        as local scoring does.
 
         Raises:
             CatalogError: a score could not be written to ``catalog``.
@@ -193,6 +193,7 @@ class RayScoring:
         if ray is None:
             raise ClusterError("the Ray pool is not started")
         inputs: Sequence[str] = [str(i) for i in items]
+        roots = [os.path.abspath(r) for r in (default_tasks_roots() if tasks_roots is None else tasks_roots)]
         waiting: deque[tuple[list[str], int]] = deque(
             (list(inputs[i:i + self.chunk]), 0) for i in range(0, len(inputs), self.chunk))
         out_at: dict[Any, tuple[int, Any, list[str], int]] = {}  # ref -> (worker slot, actor, chunk, attempts)
@@ -207,7 +208,8 @@ class RayScoring:
                 slot = min(range(len(self._actors)), key=lambda s: load[s])
                 chunk, attempts = waiting.popleft()
                 actor = self._actors[slot]
-                out_at[actor.score.remote(chunk, prune, self.chunk, library_root)] = (slot, actor, chunk, attempts)
+                task = actor.score.remote(chunk, prune, self.chunk, library_root, roots)
+                out_at[task] = (slot, actor, chunk, attempts)
                 load[slot] += 1
                 self.stats.tasks += 1
             ready, _ = ray.wait(list(out_at), num_returns=1, timeout=1.0)
@@ -251,9 +253,10 @@ def score_on_ray(items: Iterable[str], factory: ScorerFactory, address: str | No
                  workers: int | None = None, catalog: Catalog | None = None, progress: ProgressFn | None = None,
                  cancel: CancelFn | None = None, prune: bool = True, chunk: int = 4,
                  on_outcome: Callable[[ScoreOutcome], None] | None = None,
-                 library_root: str | Path | None = None) -> ClusterStats:
+                 library_root: str | Path | None = None,
+                 tasks_roots: Sequence[str | Path] | None = None) -> ClusterStats:
     """Score ``items`` on a Ray pool started for the call (see :class:`RayScoring`), handing each outcome to
-    ``on_outcome`` as it arrives; returns what the run took. ``library_root`` as in
+    ``on_outcome`` as it arrives; returns what the run took. ``library_root`` and ``tasks_roots`` as in
     :func:`~gui_app.core.scoring.score_many`.
 
     Raises:
@@ -262,7 +265,8 @@ def score_on_ray(items: Iterable[str], factory: ScorerFactory, address: str | No
     """
     with RayScoring(factory, address, workers, chunk=chunk) as pool:
         root = None if library_root is None else os.path.abspath(library_root)
-        for oc in pool.run(items, catalog=catalog, progress=progress, cancel=cancel, prune=prune, library_root=root):
+        for oc in pool.run(items, catalog=catalog, progress=progress, cancel=cancel, prune=prune, library_root=root,
+                           tasks_roots=tasks_roots):
             if on_outcome is not None:
                 on_outcome(oc)
         return pool.stats

@@ -31,6 +31,7 @@ from typing import Any
 
 from gui_app.core import native
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError
+from gui_app.core.identity import trajectory_key
 from gui_app.core.trajectory import Trajectory
 
 #: The manifest columns the reward model relies on (see HELPERS.md "Dataset manifest").
@@ -101,7 +102,7 @@ def find_trajectories(root: str | Path) -> list[Path]:
 
 
 def _human_labels(root: Path, warnings: list[str]) -> dict[str, dict[str, Any]]:
-    """Final human verdicts per trajectory id from the library's annotation store, if there is one.
+    """Final human verdicts per trajectory key from the library's annotation store, if there is one.
 
     The store is optional: without it (or with an unreadable one) the environment's labels stand, with a warning.
     """
@@ -212,12 +213,15 @@ def build_dataset(root: str | Path, out: str | Path, holdout_tasks: Iterable[str
         for t in sorted(holdout - present):
             warnings.append(f"held-out task {t!r} has no trajectories under {root}")
     humans = _human_labels(root, warnings)
+    ids = Counter(t.id for t, _ in sources)
     rows = []
     for traj, d in sources:
         task = str(traj.metadata.get("task") or "")
         sp = "heldout_task" if task in holdout else split_of(traj.metadata.get("seed", traj.id), seed, split)
         label_source = "env"
-        h = humans.get(traj.id)
+        # Labels are keyed by the library key (gui_app.core.identity); one stored under a format's id before keys
+        # existed counts only when no other run here has that id.
+        h = humans.get(trajectory_key(str(d), root)) or (humans.get(traj.id) if ids[traj.id] == 1 else None)
         if h and h.get("verdict") in ("success", "failure"):
             traj.outcome.success = h["verdict"] == "success"
             if not traj.outcome.success and h.get("root_cause_step") is not None:

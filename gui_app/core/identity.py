@@ -9,9 +9,14 @@ cannot share a path), stable (it does not change when the library folder is move
 labels live inside it) and readable. The format's own id stays on the trajectory (``Trajectory.id``) and in the
 catalog (``id`` column) for display and search.
 
+The key is a typed field of the trajectory (:attr:`Trajectory.key <gui_app.core.trajectory.Trajectory.key>`), set
+by every load (:func:`gui_app.core.formats.load`) with :func:`trajectory_key`; the catalog stores the same
+computation as each row's ``ref``. Labels and scores are keyed by it, never by the format's id.
+
 The library root is the folder whose ``.rollscope/`` holds the catalog and the labels; a single trajectory opened
 on its own labels into the folder holding it, so its key is its name there, as it would be in that folder's
-library. A unit outside the root (a catalog indexing several trees) is keyed by its absolute path.
+library. A unit outside the root (a catalog indexing several trees), or loaded with no library root at all, is keyed
+by its absolute path.
 
 Commands accept a key, a catalog key (a path) or a format's own id; an id is resolved only when exactly one
 trajectory of the library has it (:func:`resolve`), otherwise the command says which ones do. Labels written
@@ -31,7 +36,6 @@ from gui_app.core.errors import RollscopeError
 
 if TYPE_CHECKING:
     from gui_app.core.catalog import Catalog
-    from gui_app.core.trajectory import Trajectory
 
 
 class AmbiguousIdError(RollscopeError):
@@ -47,6 +51,12 @@ class AmbiguousIdError(RollscopeError):
         super().__init__(msg)
 
 
+def _split(key: str) -> tuple[str, str, str]:
+    """``PATH#N`` -> (PATH, "#", N); a key without a numeric selector -> (key, "", "")."""
+    path, sep, sel = str(key).rpartition("#")
+    return (path, sep, sel) if sep and sel.isdigit() else (str(key), "", "")
+
+
 def library_key(key: str, root: str | Path | None) -> str:
     """The library key of a catalog key (a unit path, or ``PATH#N``).
 
@@ -54,9 +64,7 @@ def library_key(key: str, root: str | Path | None) -> str:
         key: what :func:`gui_app.core.formats.load` accepts.
         root: the library root (None: the key stays absolute).
     """
-    path, sep, sel = str(key).rpartition("#") if "#" in str(key) else (str(key), "", "")
-    if not sel.isdigit():
-        path, sep, sel = str(key), "", ""
+    path, sep, sel = _split(key)
     if root is not None:
         base = os.path.abspath(root)
         full = os.path.abspath(path)
@@ -66,11 +74,21 @@ def library_key(key: str, root: str | Path | None) -> str:
     return f"{path}#{sel}" if sep else path
 
 
-def ref_of(traj: Trajectory) -> str:
-    """What labels of ``traj`` are keyed by: its library key when it was loaded through a library (the app sets
-    ``metadata['ref']``), else its own id."""
-    ref = traj.metadata.get("ref") if isinstance(traj.metadata, dict) else None
-    return ref if isinstance(ref, str) and ref else traj.id
+def trajectory_key(key: str, library_root: str | Path | None) -> str:
+    """The library key a load gives the trajectory at ``key`` (a unit path, or ``PATH#N``): :func:`library_key`
+    within ``library_root``, with two rules of its own.
+
+    - The unit *is* the library root (one trajectory opened on its own, as the app and ``rollscope score RUN`` do):
+      it is keyed in the folder holding it, where its labels go (:func:`gui_app.core.library.open_library`), so
+      opening that folder later finds them.
+    - No library root (a trajectory loaded outside any library): its absolute path, unique on this machine; never
+      the format's id.
+    """
+    path, sep, sel = _split(key)
+    full = os.path.abspath(path)
+    if library_root is not None and full == os.path.abspath(library_root):
+        library_root = os.path.dirname(full)
+    return library_key(f"{full}{sep}{sel}", library_root)
 
 
 def resolve(ident: str, catalog: Catalog | None) -> str:

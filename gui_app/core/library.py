@@ -43,6 +43,8 @@ class Library:
         store_location: the label store asked for (a team's ``postgresql://`` URL or a SQLite file); None: the
             library's own file.
         store_error: why ``store`` is None (the app shows its labels read-only until :meth:`reopen_store` works).
+        tasks_roots: where its OSWorld runs' task configs are looked for (``rollscope open --tasks-root``), handed to
+            every load of its runs; None: the user's default (:func:`gui_app.core.formats.osworld.tasks_roots`).
     """
 
     catalog: Catalog
@@ -51,6 +53,7 @@ class Library:
     notes: list[str] = field(default_factory=list)
     store_location: str | None = None
     store_error: str | None = None
+    tasks_roots: tuple[str, ...] | None = None
     _store_root: Path | None = None
 
     def reopen_store(self) -> AnnotationStore:
@@ -153,7 +156,8 @@ def open_library_catalog(root: str | Path, write: bool = False) -> Catalog:
     return Catalog(library_catalog_path(root, write), library_root=root)
 
 
-def open_library(path: str | Path, store: str | None = None) -> Library:
+def open_library(path: str | Path, store: str | None = None,
+                 tasks_roots: Sequence[str | Path] | None = None) -> Library:
     """Open (create, migrate) the catalog and the annotation store of ``path``: file and network I/O, so the app
     calls it from a worker.
 
@@ -161,14 +165,15 @@ def open_library(path: str | Path, store: str | None = None) -> Library:
     as a library later shows the same labels; nothing is written inside the run itself. ``store`` names another
     label store: a team's server (``postgresql://USER@HOST:PORT/DB``; the catalog stays here, per machine) or a
     SQLite file. A store that cannot be opened (a server that is down) leaves the library viewable, its labels
-    read-only, with a note saying why.
+    read-only, with a note saying why. ``tasks_roots``: see :attr:`Library.tasks_roots`.
 
     Raises:
         CatalogError: the catalog cannot be opened.
     """
     catalog, root = catalog_for(path)
     single = root.is_file() or is_single_unit(root)
-    library = Library(catalog, root, store_location=store or None, _store_root=root.parent if single else root)
+    library = Library(catalog, root, store_location=store or None, _store_root=root.parent if single else root,
+                      tasks_roots=None if tasks_roots is None else tuple(map(str, tasks_roots)))
     try:
         library.reopen_store()
     except RollscopeError as exc:  # labels are optional for viewing: say why and go on
@@ -201,7 +206,7 @@ def store_label_status(store: AnnotationStore) -> LabelStatusFn:
     """
 
     def status(rows: Sequence[CatalogRow]) -> dict[str, str]:
-        wanted = {row.ref or row.id for row in rows}  # labels are keyed by the library key
+        wanted = {row.ref for row in rows}  # labels are keyed by the library key
         if not wanted:
             return {}
         found = store.annotations() if len(wanted) > _BULK_STATUS else store.annotations_of(wanted)
@@ -211,7 +216,7 @@ def store_label_status(store: AnnotationStore) -> LabelStatusFn:
                 by_id.setdefault(a.trajectory_id, []).append(a)
         out: dict[str, str] = {}
         for row in rows:
-            records = by_id.get(row.ref or row.id, [])
+            records = by_id.get(row.ref, [])
             # A record with neither verdict nor labels is a trajectory merely opened in the label panel.
             anns = [a for a in records if a.verdict or a.labels]
             final = [a for a in anns if a.role == "adjudicator"]

@@ -11,8 +11,15 @@ set (and tested) once:
   never ends), and whole-file reads stop at :data:`MAX_TEXT_BYTES`.
 - :func:`bounded_count`: a count read from a file (steps, frames) is checked before anything is built from it.
 - :data:`MAX_IMAGE_PIXELS`: the largest image decoded, checked from its header (:mod:`gui_app.core.images`).
-- :func:`confine` / :func:`media_roots`: media named by a trajectory are opened only inside its folder or the
+- :func:`confine` / :func:`load_scope`: media named by a trajectory are opened only inside its folder or the
   library's root, symlinks resolved.
+
+What a load may read beyond the unit it was given (its media roots, OSWorld's task roots) reaches the importers
+through one door, :func:`load_scope`, opened by :func:`gui_app.core.formats.load_unit` from its own arguments: the
+importers' interface (``load_all(path, align)``) carries neither, and only :func:`confine` and the OSWorld importer
+read them (:func:`scope`). It is the only configuration a context variable carries; everything else travels as
+arguments or in the settings object, and nothing writes the process environment (``tests/test_configuration.py``).
+The other context variables here are per-load notes and caches, not configuration.
 - Media probes have a time limit (:data:`PROBE_TIMEOUT_S`, applied by :mod:`gui_app.core.video`).
 """
 
@@ -25,9 +32,10 @@ import re
 import stat
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -223,35 +231,61 @@ def bounded_count(value: int, limit: int, what: str) -> int:
     return value
 
 
-# -- media paths ------------------------------------------------------------------------------------------------
-
-# The folders media may be read from while a trajectory loads: its own folder and the library's root. None (the
-# default) means the caller is Rollscope itself reading files it wrote (the recorder, the dataset builder, training),
-# which may reference media anywhere; gui_app.core.formats sets it for every user-facing load.
-_MEDIA_ROOTS: ContextVar[tuple[Path, ...] | None] = ContextVar("rollscope_media_roots", default=None)
+# -- what a load may read: the one door ---------------------------------------------------------------------------
 
 
-# The folders :func:`confine` resolved in the current media_roots block, by name: a run of 100,000 steps names its
+@dataclass(frozen=True)
+class LoadScope:
+    """What one load may read beyond the unit it was given (see :func:`load_scope`).
+
+    Attributes:
+        media: the folders media may be read from: the unit's own folder and the library's root. None (outside
+            any :func:`load_scope` block) means the caller is Rollscope itself reading files it wrote (the recorder,
+            the dataset builder, training), which may reference media anywhere.
+        tasks_roots: the folders OSWorld task configs are looked for in (``--tasks-root``), exactly these; None:
+            the user's default, ``$ROLLSCOPE_OSWORLD_TASKS_ROOT`` (:func:`gui_app.core.formats.osworld.tasks_roots`).
+    """
+
+    media: tuple[Path, ...] | None = None
+    tasks_roots: tuple[Path, ...] | None = None
+
+
+_SCOPE: ContextVar[LoadScope] = ContextVar("rollscope_load_scope", default=LoadScope())
+
+
+# The folders :func:`confine` resolved in the current load_scope block, by name: a run of 100,000 steps names its
 # screenshots in one or two folders, and resolving each one's path from the root (an lstat per component) took a
 # fifth of its load. Kept for one block (one load) only, so a folder changed later is resolved again.
 _REAL_DIRS: ContextVar[dict[str, str] | None] = ContextVar("rollscope_real_dirs", default=None)
 
 
 @contextmanager
-def media_roots(*roots: str | Path | None) -> Iterator[None]:
-    """Within this block, :func:`confine` accepts media only inside ``roots`` (symlinks resolved)."""
-    real = tuple(Path(os.path.realpath(r)) for r in roots if r is not None)
-    token = _MEDIA_ROOTS.set(real)
+def load_scope(media: Sequence[str | Path | None],
+               tasks_roots: Sequence[str | Path] | None = None) -> Iterator[None]:
+    """Within this block, :func:`confine` accepts media only inside the folders ``media`` (symlinks resolved; None
+    entries are skipped), and OSWorld task configs are looked for in ``tasks_roots`` (None: the user's default).
+
+    The one door through which configuration reaches the importers (see the module's docstring): opened by
+    :func:`gui_app.core.formats.load_unit` only, from its arguments.
+    """
+    real = tuple(Path(os.path.realpath(r)) for r in media if r is not None)
+    tasks = None if tasks_roots is None else tuple(Path(r).expanduser() for r in tasks_roots)
+    token = _SCOPE.set(LoadScope(real, tasks))
     dirs = _REAL_DIRS.set({})
     try:
         yield
     finally:
         _REAL_DIRS.reset(dirs)
-        _MEDIA_ROOTS.reset(token)
+        _SCOPE.reset(token)
+
+
+def scope() -> LoadScope:
+    """The scope of the load running now (:func:`load_scope`); the default one outside any."""
+    return _SCOPE.get()
 
 
 def _realpath(path: str | Path) -> str:
-    """``os.path.realpath(path)``, its folder's resolution remembered within a :func:`media_roots` block: the folder
+    """``os.path.realpath(path)``, its folder's resolution remembered within a :func:`load_scope` block: the folder
     resolved once, then the name itself followed only when it is a symlink."""
     text = os.fspath(path)
     known = _REAL_DIRS.get()
@@ -266,8 +300,8 @@ def _realpath(path: str | Path) -> str:
 
 
 def confine(path: str | Path, warnings: list[str], where: str) -> Path | None:
-    """``path`` resolved (symlinks followed), if it lies inside the folders of :func:`media_roots`; else None and a
-    warning naming ``where`` (the file and field that named it).
+    """``path`` resolved (symlinks followed), if it lies inside the media folders of :func:`load_scope`; else None
+    and a warning naming ``where`` (the file and field that named it).
 
     A screenshot named ``/etc/shadow``, ``../../etc/passwd`` or ``/proc/self/environ``, or a symlink in the folder
     that points out of it, is never opened: a trajectory shared with you must not make Rollscope read (and show, or
@@ -279,7 +313,7 @@ def confine(path: str | Path, warnings: list[str], where: str) -> Path | None:
         warnings.append(clip(f"{where}: not a usable file name ({type(exc).__name__}): {str(path)[:100]!r}"))
         return None
     real = Path(real_text)
-    roots = _MEDIA_ROOTS.get()
+    roots = _SCOPE.get().media
     # Compared as text (pathlib's is_relative_to parses both paths each time): equal, or below it.
     if roots is None or any(real_text == str(r) or real_text.startswith(os.path.join(str(r), "")) for r in roots):
         return real

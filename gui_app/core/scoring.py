@@ -79,14 +79,14 @@ def _key_of(item: ScoreInput) -> str:
     return item.source_path if isinstance(item, Trajectory) else str(item)
 
 
-def _load(item: ScoreInput, library_root: str | Path | None) -> Trajectory:
+def _load(item: ScoreInput, library_root: str | Path | None, tasks_roots: Sequence[str | Path] | None) -> Trajectory:
     if isinstance(item, tuple):
         return item[1]
     if isinstance(item, Trajectory):
         return item
     from gui_app.core import formats
 
-    return formats.load(str(item), library_root=library_root)
+    return formats.load(str(item), library_root=library_root, tasks_roots=tasks_roots)
 
 
 class NotScorableError(RollscopeError):
@@ -112,14 +112,16 @@ def check_scorable(key: str, traj: Trajectory) -> None:
 def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: Catalog | None = None,
                progress: ProgressFn | None = None, cancel: CancelFn | None = None, prune: bool = True,
                batch_size: int = 8, on_outcome: Callable[[ScoreOutcome], None] | None = None,
-               library_root: str | Path | None = None) -> list[ScoreOutcome]:
+               library_root: str | Path | None = None,
+               tasks_roots: Sequence[str | Path] | None = None) -> list[ScoreOutcome]:
     """Score trajectories in batches; one that cannot be read becomes an error outcome and the rest go on.
 
     Args:
         items: paths or catalog keys that :func:`gui_app.core.formats.load` accepts, loaded trajectories, or
             (catalog key, trajectory) pairs.
         model: the reward model.
-        catalog: when given, every score is written whole with :meth:`Catalog.set_score` (keyed by the key/path).
+        catalog: when given, every score is written whole with :meth:`Catalog.set_score`, under the trajectory's
+            key there (:meth:`Catalog.score_key` turns the path or catalog key it was given into it).
         progress: called as ``progress(done, total)`` after each trajectory.
         cancel: polled between trajectories; when it returns True, scoring stops and what is done is returned.
         prune: False scores with every token (the unpruned baseline).
@@ -128,6 +130,7 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
             at a time), so ``rollscope score`` prints its lines while the rest are scored.
         library_root: the library the paths belong to: media may be read anywhere under it (see
             :func:`gui_app.core.formats.load_unit`).
+        tasks_roots: where OSWorld task configs are looked for (``--tasks-root``); None: the user's default.
 
     Returns:
         One :class:`ScoreOutcome` per input handled, in input order.
@@ -165,7 +168,7 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
         oc = ScoreOutcome(key=_key_of(item), id="")
         out.append(oc)
         try:
-            traj = _load(item, library_root)
+            traj = _load(item, library_root, tasks_roots)
             oc.id = traj.id
             check_scorable(oc.key, traj)
             pending.append((oc, model.prepare(traj, prune=prune)))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from gui_app.core.annotation import Annotation
 from gui_app.core.errors import CatalogError, RollscopeError
 from gui_app.core.formats import find_units, split_selector
-from gui_app.core.identity import library_key
+from gui_app.core.identity import trajectory_key
 
 if TYPE_CHECKING:
     from gui_app.core.catalog import Catalog
@@ -144,7 +144,7 @@ def known_outcomes(root: str | Path, errors: list[str] | None = None) -> list[La
             fe = t.metadata.get("first_error_step") if isinstance(t.metadata, dict) else None
             step = int(fe) if not t.outcome.success and isinstance(fe, int) and 0 <= fe < t.n_steps else None
             task = t.metadata.get("task") if isinstance(t.metadata, dict) else None
-            out.append(LabelledRun(library_key(key, root), key, bool(t.outcome.success), step, "env",
+            out.append(LabelledRun(trajectory_key(key, root), key, bool(t.outcome.success), step, "env",
                                    str(task) if task else None))
     return out
 

@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-OUTCOME_SOURCES = ("env", "human", "model")
 # A step placed in the recording with less confidence than this is flagged (inspect, the app's step table).
 LOW_ALIGN_CONFIDENCE = 0.5
 
@@ -104,7 +103,9 @@ class Trajectory:
     """A whole run: instruction, steps, recording, outcome.
 
     Attributes:
-        id: stable identifier (unique within a catalog).
+        id: the format's own identifier, for display and search. Not unique: every model's OSWorld run of a task
+            has the task's id, Harbor's golden files all say ``NORMALIZED_SESSION_ID`` (see
+            :mod:`gui_app.core.identity`); :attr:`key` is what names one trajectory.
         instruction: the task as given to the agent ('' when the format has none).
         source_format: importer name (``native``, ``osworld``, ``atif``, ...).
         source_path: absolute path of the file or directory it was read from.
@@ -116,6 +117,10 @@ class Trajectory:
         agent: agent or model name, when known.
         metadata: format-specific extras (labels shipped with the data, first-error step, ...).
         warnings: what could not be read; a partly readable trajectory still loads.
+        key: the library key, the one name of this trajectory that labels and scores are keyed by: its path within
+            the library, ``#N`` for the N-th of a multi-trajectory file (:func:`gui_app.core.identity.trajectory_key`).
+            Every load sets it (:func:`gui_app.core.formats.load`); None only for a trajectory built in memory,
+            which nothing can label until it is given one.
     """
 
     id: str
@@ -130,6 +135,8 @@ class Trajectory:
     agent: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # Where it sits in a library, not what it holds: two reads of one run from two places are equal trajectories.
+    key: str | None = field(default=None, compare=False)
 
     @property
     def n_steps(self) -> int:
@@ -173,3 +180,14 @@ class Trajectory:
         d["outcome"] = Outcome(**(d.get("outcome") or {}))
         d["video"] = VideoRef(**d["video"]) if d.get("video") else None
         return cls(**d)
+
+
+def step_number(index: int) -> int:
+    """The number a user reads for the step stored at ``index``: steps are stored from 0 and numbered from 1 in
+    everything shown (the app's counters, tables, labels and tooltips), so a 6-step run reads "step 1" to "step 6"."""
+    return index + 1
+
+
+def step_text(index: int) -> str:
+    """``step N`` for the step stored at ``index`` (see :func:`step_number`)."""
+    return f"step {step_number(index)}"

@@ -1,14 +1,13 @@
 """numpy frames <-> Qt images, without copies where it is safe.
 
 A decoded frame is an (H, W, 3) uint8 RGB array. ``QImage`` can wrap that buffer directly (no copy) as long as
-the array outlives the image, so :func:`to_qimage` returns a :class:`FrameImage` that keeps the array alive;
-:func:`to_pixmap` converts once to the screen's native format, after which the array may go.
+the array outlives the image, so :func:`to_qimage` returns a :class:`FrameImage` that keeps the array alive.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtGui import QImage
 
 
 class FrameImage(QImage):
@@ -41,10 +40,6 @@ def to_qimage(frame: np.ndarray) -> FrameImage:
         frame = np.ascontiguousarray(frame)
     return FrameImage(frame, fmt)
 
-
-def to_pixmap(frame: np.ndarray) -> QPixmap:
-    """An RGB frame as a QPixmap (one conversion to the native pixel format; the array is not kept)."""
-    return QPixmap.fromImage(to_qimage(frame))
 
 
 def to_array(image: QImage) -> np.ndarray:

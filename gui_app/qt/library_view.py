@@ -176,9 +176,6 @@ class LibraryModel(QAbstractTableModel):
         self._catalog = catalog
         self.refresh()
 
-    def set_label_status(self, fn: LabelStatusFn | None) -> None:
-        self._label_status = fn
-        self.refresh()
 
     def set_library(self, catalog: Catalog | None, label_status: LabelStatusFn | None,
                     label_search: LabelSearchFn | None = None) -> None:

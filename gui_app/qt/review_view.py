@@ -382,7 +382,4 @@ class ReviewView(QWidget):
         self.agreement_ready.emit(rep)
 
 
-def review_dialog_text(store: AnnotationStore) -> str:
-    """The agreement report as text (for a plain message box when no ReviewView is open)."""
-    return agreement.format_report(agreement.report(store.annotations()))
 

@@ -124,8 +124,10 @@ document.querySelectorAll(arguments[0]).forEach(function (e, i) {
   var st = window.getComputedStyle(e);
   var vis = r.width > 0 && r.height > 0 && st.visibility !== 'hidden' && st.display !== 'none';
   out.push({i: i, x: r.left, y: r.top, w: r.width, h: r.height, visible: vis,
-            text: (e.innerText || e.textContent || '').trim(), all_text: e.textContent || '', value: (e.value === undefined ? null : String(e.value)),
-            checked: !!e.checked, id: e.id || '', cls: (typeof e.className === 'string') ? e.className : (e.getAttribute('class') || ''),
+            text: (e.innerText || e.textContent || '').trim(), all_text: e.textContent || '',
+            value: (e.value === undefined ? null : String(e.value)),
+            checked: !!e.checked, id: e.id || '',
+            cls: (typeof e.className === 'string') ? e.className : (e.getAttribute('class') || ''),
             tag: e.tagName.toLowerCase(), data: Object.assign({}, e.dataset),
             href: e.getAttribute('href'), pts: vis ? clickable(e, r) : []});
 });
@@ -137,36 +139,53 @@ class CollectError(RollscopeError):
     """Recording failed (browser, environment or a label that disagrees with the environment)."""
 
 
+# The browser and its driver where Debian installs them: what miniwob starts when the user names neither.
+CHROME_DEFAULTS = {"MINIWOB_CHROME_BINARY": "/usr/bin/chromium", "MINIWOB_CHROMEDRIVER": "/usr/bin/chromedriver"}
+
+
+def _chrome_defaults() -> dict[str, str]:
+    """The default paths (:data:`CHROME_DEFAULTS`) that exist, for the variables the user has not set. miniwob reads
+    ``$MINIWOB_CHROME_BINARY`` and ``$MINIWOB_CHROMEDRIVER`` itself; they are the user's, never written here."""
+    return {var: path for var, path in CHROME_DEFAULTS.items() if not os.environ.get(var) and Path(path).exists()}
+
+
 @contextlib.contextmanager
 def _chrome_options() -> Iterator[None]:
-    """Make the ChromeOptions object that miniwob creates carry our flags.
+    """Make the ChromeOptions object that miniwob creates carry our flags, and start the default browser and driver
+    (:func:`_chrome_defaults`) where the environment names none.
 
-    miniwob builds ``webdriver.ChromeOptions()`` itself and adds only its own flags, so we substitute a subclass
-    for the duration of the driver start. The device scale factor is not a flag: it is set per episode through the
-    DevTools protocol (:meth:`MiniWoBRecorder.set_scale`), so one browser records every style.
+    miniwob builds ``webdriver.ChromeOptions()`` and ``webdriver.Chrome(...)`` itself and adds only its own flags,
+    so we substitute a subclass and a wrapper for the duration of the driver start. The device scale factor is not a
+    flag: it is set per episode through the DevTools protocol (:meth:`MiniWoBRecorder.set_scale`), so one browser
+    records every style.
     """
     import miniwob.selenium_instance as si
     from selenium.webdriver import ChromeOptions
+    from selenium.webdriver.chrome.service import Service
+
+    defaults = _chrome_defaults()
+    binary, driver = defaults.get("MINIWOB_CHROME_BINARY"), defaults.get("MINIWOB_CHROMEDRIVER")
 
     class RollscopeChromeOptions(ChromeOptions):
         def __init__(self) -> None:
             super().__init__()
             for f in CHROME_FLAGS:
                 self.add_argument(f)
+            if binary is not None:
+                self.binary_location = binary
 
-    original = si.webdriver.ChromeOptions
-    si.webdriver.ChromeOptions = RollscopeChromeOptions
+    original_options, original_chrome = si.webdriver.ChromeOptions, si.webdriver.Chrome
+
+    def chrome(*args: Any, **kwargs: Any) -> Any:
+        if driver is not None and kwargs.get("service") is None:
+            kwargs["service"] = Service(executable_path=driver)
+        return original_chrome(*args, **kwargs)
+
+    si.webdriver.ChromeOptions, si.webdriver.Chrome = RollscopeChromeOptions, chrome
     try:
         yield
     finally:
-        si.webdriver.ChromeOptions = original
-
-
-def _ensure_chrome_env() -> None:
-    for var, default in (("MINIWOB_CHROME_BINARY", "/usr/bin/chromium"),
-                         ("MINIWOB_CHROMEDRIVER", "/usr/bin/chromedriver")):
-        if not os.environ.get(var) and Path(default).exists():
-            os.environ[var] = default
+        si.webdriver.ChromeOptions, si.webdriver.Chrome = original_options, original_chrome
 
 
 def _hex_rgb(colour: str) -> tuple[int, int, int]:
@@ -244,7 +263,6 @@ class MiniWoBRecorder:
 
     # -- browser lifecycle ---------------------------------------------------------------------------------
     def start(self) -> "MiniWoBRecorder":
-        _ensure_chrome_env()
         import gymnasium as gym
         import miniwob  # noqa: F401  (registers the miniwob/* environments)
 
@@ -466,9 +484,6 @@ class _Session:
     def n_steps(self) -> int:
         return len(self.steps)
 
-    @property
-    def task_size(self) -> tuple[int, int]:
-        return TASK_W, TASK_H
 
     def query(self, selector: str) -> list[El]:
         return self.rec.query(selector)
@@ -729,11 +744,6 @@ def plan_episode(task: str, seed: int, fail_rate: float, agent: str = "A", style
         style = replace(style, dsf=float(scale))
     return EpisodePlan(key, mistake, style, rng)
 
-
-def plan_mistake(task: str, seed: int, fail_rate: float) -> tuple[str | None, random.Random]:
-    """Agent A's mistake plan (kept for callers of the first recorder)."""
-    p = plan_episode(task, seed, fail_rate, "A")
-    return p.mistake, p.rng
 
 
 def load_result(path: Path, task: str, seed: int, episode: int) -> EpisodeResult:

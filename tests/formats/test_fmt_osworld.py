@@ -333,7 +333,6 @@ def test_tasks_root_from_the_environment_or_the_option(tmp_path, monkeypatch, ca
         capsys.readouterr()
         assert cli.main(["inspect", str(run["path"]), "--json", "--tasks-root", str(root)]) == 0
         assert json.loads(capsys.readouterr().out)["instruction"].startswith("Can you make Bing")
-        monkeypatch.delenv("ROLLSCOPE_OSWORLD_TASKS_ROOT")
     monkeypatch.setenv("ROLLSCOPE_OSWORLD_TASKS_ROOT", str(TASKS))
     assert formats.load(run["path"]).instruction.startswith("Can you make Bing")
 

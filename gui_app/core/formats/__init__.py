@@ -14,17 +14,20 @@ from __future__ import annotations
 import importlib
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from gui_app.core.actions import MAX_PARSED_CHARS
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError, UnknownFormatError, clip
-from gui_app.core.safety import MAX_STEPS, MAX_WARNINGS, duplicate_keys, media_roots, why_missing
+from gui_app.core.identity import trajectory_key
+from gui_app.core.video import VIDEO_SUFFIXES
+from gui_app.core.safety import MAX_STEPS, MAX_WARNINGS, duplicate_keys, load_scope, why_missing
 from gui_app.core.trajectory import Trajectory
 
 T = TypeVar("T")
+TasksRoots = Sequence[str | Path] | None  # OSWorld task roots given to a load; None: the user's (osworld.tasks_roots)
 
 # Order matters only to break ties in sniff scores: more specific formats first.
 _MODULES = ("native", "osworld", "osworld_trace", "browsergym", "harbor", "atif", "agentnet", "agentnetbench",
@@ -126,30 +129,36 @@ def split_selector(path: str | Path) -> tuple[Path, int | None]:
 
 
 def load_all(path: str | Path, fmt: str | None = None, align: bool = True,
-             library_root: str | Path | None = None) -> list[Trajectory]:
+             library_root: str | Path | None = None, tasks_roots: TasksRoots = None) -> list[Trajectory]:
     """Every trajectory at ``path`` (format detected unless ``fmt`` names it); see :meth:`Importer.load_all`
-    for ``align`` and :func:`load_unit` for ``library_root``."""
+    for ``align`` and :func:`load_unit` for ``library_root`` and ``tasks_roots``."""
     p, _ = split_selector(path)
     if not p.exists():
         raise TrajectoryFormatError(p, None, why_missing(p))  # a symlink loop is named as one
     imp = by_name(fmt) if fmt else detect(p)
     if imp is None:
         raise UnknownFormatError(p)
-    return load_unit(p, imp, align, library_root)
+    return load_unit(p, imp, align, library_root, tasks_roots)
 
 
-def load_unit(path: Path, imp: Importer, align: bool = True,
-              library_root: str | Path | None = None) -> list[Trajectory]:
-    """``imp.load_all(path)``, as every user-facing load runs it (see :func:`_user_load`)."""
-    return _user_load(path, lambda: imp.load_all(path, align=align), library_root)
+def load_unit(path: Path, imp: Importer, align: bool = True, library_root: str | Path | None = None,
+              tasks_roots: TasksRoots = None) -> list[Trajectory]:
+    """``imp.load_all(path)``, as every user-facing load runs it (see :func:`_user_load`); ``tasks_roots``: where
+    OSWorld task configs are looked for (a command's ``--tasks-root``), None for the user's default
+    (:func:`gui_app.core.formats.osworld.tasks_roots`)."""
+    return _user_load(path, lambda: imp.load_all(path, align=align), library_root, tasks_roots=tasks_roots)
 
 
-def _user_load(path: Path, read: Callable[[], list[Trajectory]],
-               library_root: str | Path | None) -> list[Trajectory]:
-    """Run an importer's ``read`` of the unit ``path`` for a user:
+def _user_load(path: Path, read: Callable[[], list[Trajectory]], library_root: str | Path | None,
+               selector: int | None = None, tasks_roots: TasksRoots = None) -> list[Trajectory]:
+    """Run an importer's ``read`` of the unit ``path`` (``selector``: the one trajectory ``PATH#N`` it reads) for a
+    user:
 
+    - Each trajectory gets its key (:attr:`Trajectory.key`): ``PATH``, or ``PATH#N`` in a unit of several, within
+      ``library_root`` (:func:`gui_app.core.identity.trajectory_key`).
     - Media are read only inside the unit's folder or ``library_root`` (:func:`gui_app.core.safety.confine`);
-      one named anywhere else is refused with a warning naming the field.
+      one named anywhere else is refused with a warning naming the field. These folders and ``tasks_roots`` reach
+      the importers through :func:`gui_app.core.safety.load_scope`, opened here and nowhere else.
     - Every failure is a one-line :class:`RollscopeError` naming the file (see :func:`guarded`).
     - A key repeated in one JSON object, and an action too long to parse as code, are warnings naming the file and
       the key, or the steps and the field (see :func:`gui_app.core.safety.duplicate_keys` and
@@ -158,9 +167,11 @@ def _user_load(path: Path, read: Callable[[], list[Trajectory]],
       (the last one counts the rest).
     """
     unit_dir = path if path.is_dir() else path.parent
-    with media_roots(unit_dir, library_root), duplicate_keys() as repeated:
+    with load_scope((unit_dir, library_root), tasks_roots), duplicate_keys() as repeated:
         trajs = guarded(path, read)
-    for t in trajs:
+    for i, t in enumerate(trajs):
+        n = selector if selector is not None else i if len(trajs) > 1 else None
+        t.key = trajectory_key(str(path) if n is None else f"{path}#{n}", library_root)
         if len(t.steps) > MAX_STEPS:  # formats that hold steps in one JSON array: the importers cap JSON Lines
             t.warnings.append(f"{t.source_path}: {len(t.steps):,} steps, more than a run holds: the first "
                               f"{MAX_STEPS:,} kept")
@@ -187,10 +198,11 @@ def _long_actions(traj: Trajectory) -> list[str]:
 
 
 def load(path: str | Path, fmt: str | None = None, align: bool = True,
-         library_root: str | Path | None = None) -> Trajectory:
+         library_root: str | Path | None = None, tasks_roots: TasksRoots = None) -> Trajectory:
     """One trajectory: the unit's only one, or ``PATH#N`` for the N-th of a multi-trajectory file (read alone
     when the importer can: an Inspect log of a thousand samples need not parse them all to show one). Media are
-    read only inside its folder or ``library_root`` (see :func:`_user_load`)."""
+    read only inside its folder or ``library_root``; OSWorld task configs in ``tasks_roots`` (see
+    :func:`load_unit`)."""
     p, sel = split_selector(path)
     if sel is not None:
         if not p.exists():
@@ -200,8 +212,8 @@ def load(path: str | Path, fmt: str | None = None, align: bool = True,
             raise UnknownFormatError(p)
         load_one = getattr(imp, "load_one", None)
         if load_one is not None:
-            return _user_load(p, lambda: [load_one(p, sel, align=align)], library_root)[0]
-    trajs = load_all(p, fmt, align, library_root)
+            return _user_load(p, lambda: [load_one(p, sel, align=align)], library_root, sel, tasks_roots)[0]
+    trajs = load_all(p, fmt, align, library_root, tasks_roots)
     if not trajs:
         raise TrajectoryFormatError(p, None, "holds no trajectory")
     if sel is None:
@@ -213,8 +225,7 @@ def load(path: str | Path, fmt: str | None = None, align: bool = True,
 
 FILE_UNITS = {"atif", "agentnet", "whowhen", "inspect", "agentnetbench"}
 # Files that look like data a user meant us to read: when none of the importers claims one, a scan says so.
-CANDIDATE_EXTS = (".json", ".jsonl", ".eval", ".csv", ".zip", ".pkl", ".gz") + (
-    ".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v")
+CANDIDATE_EXTS = (".json", ".jsonl", ".eval", ".csv", ".zip", ".pkl", ".gz") + VIDEO_SUFFIXES
 
 UnrecognisedFn = Callable[[Path, str], None]
 Signature = tuple[int, int, int]

@@ -32,11 +32,10 @@ from gui_app.core.safety import (  # noqa: F401 -- video_kind, container_problem
     video_kind,
 )
 from gui_app.core.trajectory import ACTION_TYPES, Step, Trajectory, VideoRef
+from gui_app.core.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES  # noqa: F401 -- the importers' too
 
 HEAD_BYTES = 8192
 
-IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp")
-VIDEO_EXTS = (".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v")
 
 _NUM = re.compile(r"(\d+)")
 

@@ -166,7 +166,7 @@ class AgentNetRecordingImporter:
 
     @staticmethod
     def _video(root: Path, traj: Trajectory) -> None:
-        vids = [p for p in c.list_dir(root) if p.suffix.lower() in c.VIDEO_EXTS and c.is_video_file(p)
+        vids = [p for p in c.list_dir(root) if p.suffix.lower() in c.VIDEO_SUFFIXES and c.is_video_file(p)
                 and c.confine(p, traj.warnings, f"{root}: field 'video'") is not None]  # no link out of the folder
         if not vids:
             traj.warnings.append(f"{root}: no screen recording (the OBS .mp4) in the folder")

@@ -27,7 +27,7 @@ _DATA_EXTS = (".json", ".jsonl", ".eval")
 
 
 def _images(root: Path) -> list[Path]:
-    return [p for p in c.list_dir(root) if p.suffix.lower() in c.IMAGE_EXTS and p.is_file()]
+    return [p for p in c.list_dir(root) if p.suffix.lower() in c.IMAGE_SUFFIXES and p.is_file()]
 
 
 def _decodable(images: list[Path], warnings: list[str]) -> list[Path]:
@@ -44,7 +44,7 @@ def _decodable(images: list[Path], warnings: list[str]) -> list[Path]:
 
 def _subdir_is_unit(d: Path) -> bool:
     for p in c.list_dir(d):
-        if p.name in _UNIT_MARKERS or p.suffix.lower() in c.IMAGE_EXTS + c.VIDEO_EXTS:
+        if p.name in _UNIT_MARKERS or p.suffix.lower() in c.IMAGE_SUFFIXES + c.VIDEO_SUFFIXES:
             return True
     return False
 

@@ -12,8 +12,9 @@ Where things live: OSWorld writes runs to ``results/<action_space>/<observation>
 config is found, in this order: a sidecar in the run (``task.json``/``task_config.json``/``config.json``), the
 folder above (``../<example_id>.json``), ``evaluation_examples/examples/<domain>/<example_id>.json`` (or
 ``examples/...``) in any ancestor folder (the layout of a checkout of OSWorld with its ``results/``), and in the
-task roots named by ``--tasks-root`` or ``$ROLLSCOPE_OSWORLD_TASKS_ROOT`` (paths separated by ``:``; each may be the
-OSWorld checkout, its ``evaluation_examples`` or its ``examples`` folder). A run whose instruction is not found
+task roots (:func:`tasks_roots`: those a command's ``--tasks-root`` passes to the load, else
+``$ROLLSCOPE_OSWORLD_TASKS_ROOT``, paths separated by ``:``; each may be the OSWorld checkout, its
+``evaluation_examples`` or its ``examples`` folder). A run whose instruction is not found
 loads with a warning that says where it looked; scoring it is refused (the reward model judges a run against
 its task).
 
@@ -43,7 +44,7 @@ from typing import Any
 
 from gui_app.core.errors import TrajectoryFormatError
 from gui_app.core.formats import _common as c
-from gui_app.core.safety import MAX_STEPS
+from gui_app.core.safety import MAX_STEPS, scope
 from gui_app.core.trajectory import Outcome, Step, Trajectory
 
 LOG = "traj.jsonl"
@@ -63,7 +64,7 @@ DOMAINS = {"chrome", "gimp", "libreoffice_calc", "libreoffice_impress", "libreof
 def parse_timestamp(value: str) -> datetime | None:
     """``20240101@120305`` or ``20240101@120305123456`` (forks add microseconds) -> datetime, else None."""
     # Pick the format by length: strptime would happily read "140209" as 14:02:0 plus 0.9 s with %S%f.
-    date, _, clock = value.partition("@")
+    _, _, clock = value.partition("@")
     fmt = TIMESTAMP_FORMATS[1] if len(clock) == 6 else TIMESTAMP_FORMATS[0]
     try:
         return datetime.strptime(value, fmt)
@@ -71,10 +72,17 @@ def parse_timestamp(value: str) -> datetime | None:
         return None
 
 
-def tasks_roots() -> list[Path]:
-    """The task roots named by ``$ROLLSCOPE_OSWORLD_TASKS_ROOT`` (``--tasks-root`` sets it for one command)."""
+def default_tasks_roots() -> list[Path]:
+    """The user's task roots: ``$ROLLSCOPE_OSWORLD_TASKS_ROOT`` (read, never written)."""
     raw = os.environ.get(TASKS_ROOT_ENV, "")
     return [Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip()]
+
+
+def tasks_roots() -> list[Path]:
+    """The task roots of the load running now: those it was given (``formats.load(..., tasks_roots=...)``, through
+    :func:`gui_app.core.safety.load_scope`), else the user's (:func:`default_tasks_roots`)."""
+    given = scope().tasks_roots
+    return list(given) if given is not None else default_tasks_roots()
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from gui_app.core.trajectory import Trajectory
 
 
 # Files never opened to look for a video: screenshots and logs, which can number thousands in one directory.
-_NOT_VIDEO = c.IMAGE_EXTS + (".json", ".jsonl", ".csv", ".txt", ".log", ".md", ".gz", ".pkl", ".py")
+_NOT_VIDEO = c.IMAGE_SUFFIXES + (".json", ".jsonl", ".csv", ".txt", ".log", ".md", ".gz", ".pkl", ".py")
 
 
 def _videos(root: Path) -> list[Path]:
@@ -31,7 +31,7 @@ def _videos(root: Path) -> list[Path]:
 
 def _named_videos(root: Path) -> list[Path]:
     """Files (or links, or FIFOs) named as videos, whatever their bytes are."""
-    return [p for p in c.list_dir(root) if p.suffix.lower() in c.VIDEO_EXTS and not p.is_dir()]
+    return [p for p in c.list_dir(root) if p.suffix.lower() in c.VIDEO_SUFFIXES and not p.is_dir()]
 
 
 class PlainVideoImporter:

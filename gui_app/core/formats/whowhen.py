@@ -54,7 +54,7 @@ class WhoWhenImporter:
         if not path.is_file():
             return 0.0
         start = c.head(path).lstrip()
-        if not start[:1] in (b"{", b"["):
+        if start[:1] not in (b"{", b"["):
             return 0.0
         # The telling keys may sit after a long history: look at both ends of the file.
         data = start + c.tail(path)
@@ -92,8 +92,11 @@ class WhoWhenImporter:
     def _record(self, path: Path, line: int | None, rec: Any, fallback_id: str, prefix: str = "") -> Trajectory:
         if not isinstance(rec, dict):
             raise TrajectoryFormatError(path, prefix or None, "expected a JSON object", line=line)
-        f = (lambda k: f"{prefix}.{k}" if prefix else k)
-        get = lambda key, types: c.typed(rec, key, types, path, f(key), line=line)  # noqa: E731
+        def f(key: str) -> str:
+            return f"{prefix}.{key}" if prefix else key
+
+        def get(key: str, types: Any) -> Any:
+            return c.typed(rec, key, types, path, f(key), line=line)
         question = get("question", str) or ""
         history = c.typed(rec, "history", list, path, f("history"), line=line, required=True)
         qid = get("question_ID", (str, int))
