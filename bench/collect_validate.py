@@ -101,7 +101,8 @@ def main() -> None:
         print(f"{'agent/task':<34}{'clean ok':>10}{'mistake fail':>14}{'recovered':>10}{'labels':>9}{'err':>5}")
         for key, r in table.items():
             print(f"{key:<34}{r.get('clean_ok', 0):>5}/{r.get('clean', 0):<4}{r.get('mistake_fail', 0):>8}/"
-                  f"{r.get('mistake', 0):<5}{r.get('recovered', 0):>6}/{r.get('recover', 0):<3}{r.get('labels_ok', 0):>5}/"
+                  f"{r.get('mistake', 0):<5}{r.get('recovered', 0):>6}/{r.get('recover', 0):<3}"
+                  f"{r.get('labels_ok', 0):>5}/"
                   f"{r.get('episodes', 0):<3}{r.get('errors', 0):>5}")
     fig.values["per_task"] = {"value": table, "unit": ""}
     fig.emit()

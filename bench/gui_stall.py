@@ -86,7 +86,8 @@ def make_video_library(root: Path, n: int, steps: int = 5, fps: int = 5) -> Path
             doc = {"schema_version": 1, "id": f"video-{i:03d}", "instruction": f"Click the green button {i}",
                    "source_format": "native", "outcome": {"success": i % 2 == 0, "score": None, "source": "env"},
                    "video": {"path": "video.mp4", "fps": fps, "frames": n_frames, "width": 320, "height": 240},
-                   "steps": [{"index": j, "t_start": float(j), "t_end": j + 1.0, "action": "pyautogui.click(x=90, y=100)",
+                   "steps": [{"index": j, "t_start": float(j), "t_end": j + 1.0,
+                              "action": "pyautogui.click(x=90, y=100)",
                               "action_type": "click", "x": 90.0, "y": 100.0} for j in range(steps)]}
             (d / "trajectory.json").write_text(json.dumps(doc))
         marker.touch()

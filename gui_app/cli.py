@@ -26,7 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("gui_app.commands.inspect", "load one trajectory of any supported format and describe it"),
     "scan": ("gui_app.commands.scan", "index a tree of trajectories into the catalog"),
     "convert": ("gui_app.commands.convert", "write trajectories as OSWorld result folders or ATIF (Harbor) trials"),
-    "collect": ("gui_app.commands.collect", "record real trajectories (MiniWoB++ in Chromium, desktop apps under Xvfb)"),
+    "collect": ("gui_app.commands.collect",
+                "record real trajectories (MiniWoB++ in Chromium, desktop apps under Xvfb)"),
     "dataset": ("gui_app.commands.dataset", "build train/val/test splits and a manifest from recorded trajectories"),
     "train": ("gui_app.commands.train", "train the video reward model on a recorded dataset, or fine-tune it on "
                                         "the library's labels (--from-labels)"),

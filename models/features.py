@@ -340,9 +340,6 @@ def run_features(terms: list, term_feat: np.ndarray, line_feat: np.ndarray, fram
     return f
 
 
-SUMMARY_NAMES = ("log_frames", "log_height", "log_width", "pointer_rate", "change_mean", "lines_per_frame",
-                 "read_per_frame", "terms", "best_term", "acted_best", "kept_share")
-
 
 def summary(ex: Example, frames: list[FramePercept], terms_count: int) -> np.ndarray:
     """Run-level numbers that say what kind of run this is (for the out-of-distribution measure)."""
@@ -380,9 +377,6 @@ INPUT_NAMES = ("word_ids", "word_mask", "term_ids", "term_feat", "term_mask", "l
 OUTPUT_NAMES = ("success_logit", "frame_logits", "embedding")
 
 
-BATCH_KEYS = ("word_ids", "term_ids", "term_feat", "line_ids", "line_feat", "line_t", "frame_feat", "vis",
-              "vis_feat", "vis_t", "run_feat")
-
 
 def make_batch(examples: list[Example]) -> dict[str, np.ndarray]:
     """Pad a list of examples into the network's named inputs (masks True for real entries)."""
@@ -411,7 +405,8 @@ def make_batch(examples: list[Example]) -> dict[str, np.ndarray]:
     vis_feat, _ = pad("vis_feat", np.float32)
     vis_t, _ = pad("vis_t", np.int64)
     run_feat = np.stack([e.run_feat for e in examples]).astype(np.float32)
-    return {"run_feat": run_feat, "word_ids": word_ids, "word_mask": word_mask, "term_ids": term_ids, "term_feat": term_feat,
+    return {"run_feat": run_feat, "word_ids": word_ids, "word_mask": word_mask, "term_ids": term_ids,
+            "term_feat": term_feat,
             "term_mask": term_mask, "line_ids": line_ids, "line_feat": line_feat, "line_t": line_t,
             "line_mask": line_mask, "frame_feat": frame_feat, "frame_mask": frame_mask, "vis": vis,
             "vis_feat": vis_feat, "vis_t": vis_t, "vis_mask": vis_mask}

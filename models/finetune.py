@@ -175,7 +175,8 @@ def _percept_file(cache_dir: Path, key: str, run_key: str) -> Path:
 
 
 def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: str | Path,
-                  progress: ProgressFn | None = None, library_root: str | Path | None = None) -> tuple[list[Perceived], list[tuple[str, str]], float]:
+                  progress: ProgressFn | None = None, library_root: str | Path | None = None,
+                  ) -> tuple[list[Perceived], list[tuple[str, str]], float]:
     """Perceive every run with ``model``'s perception (cached); returns (perceived runs, (key, error) for each run
     that could not be, seconds spent perceiving what was not cached)."""
     from gui_app.core import formats

@@ -33,10 +33,6 @@ def word_ids(word: str) -> list[int]:
     return [_h("w:" + word)] + [_h("g:" + g) for g in grams[:IDS_PER_WORD - 1]]
 
 
-def text_ids(text: str, max_words: int) -> list[list[int]]:
-    """Per word of ``text`` (first ``max_words``), its id list."""
-    return [word_ids(w) for w in words(text)[:max_words]]
-
 
 def bag_ids(text: str, max_ids: int = 24) -> list[int]:
     """One id list for a whole short text (a line on screen, a term): its words' own ids, then trigrams."""

@@ -193,7 +193,7 @@ class Perceiver:
         pr = prune_patches(patches[1:] if reference is not None else patches, cfg.prune)
         if not prune:
             pr.masks[:] = True
-        t_, rows, cols = pr.masks.shape
+        _, rows, cols = pr.masks.shape
         # change since the previous keyframe (the reference for the first, when given)
         diff = np.abs(grey[1:] - grey[:-1]).mean(axis=(3, 4))  # (T'-1, R, C)
         if reference is None:

@@ -89,14 +89,6 @@ def target_size(height: int, width: int, working_size: int, patch: int = 16) -> 
     return h, w
 
 
-def resize_frame(frame: np.ndarray, working_size: int, patch: int = 16) -> np.ndarray:
-    """Resize one ``(H, W, 3)`` uint8 RGB frame to the working grid (area interpolation when shrinking)."""
-    h, w = target_size(frame.shape[0], frame.shape[1], working_size, patch)
-    if (h, w) == frame.shape[:2]:
-        return np.ascontiguousarray(frame)
-    interp = cv2.INTER_AREA if h <= frame.shape[0] else cv2.INTER_LINEAR
-    return cv2.resize(frame, (w, h), interpolation=interp)
-
 
 def patchify(frames: np.ndarray, patch: int = 16) -> np.ndarray:
     """``(T, H, W, 3)`` uint8 -> ``(T, H/p, W/p, p*p*3)`` uint8 patches (row-major pixels, RGB interleaved)."""

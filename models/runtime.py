@@ -39,8 +39,8 @@ UNLIKE_TRAINING = "unlike the runs the model was trained on (ood {ood:.2f} > 1):
 NO_TEXT = "no text could be read where the run acted or changed the screen"
 OUTSIDE_SCREENS = ("screens of {w}x{h} px, outside the sizes the model was trained on ({w0}-{w1} x {h0}-{h1} px): "
                    "treat the verdict as unknown")
-OUTSIDE_SHAPE = ("screens of {w}x{h} px, width/height {a:.2f}, a shape the model was not trained on ({a0:.2f}-{a1:.2f}): "
-                 "treat the verdict as unknown")
+OUTSIDE_SHAPE = ("screens of {w}x{h} px, width/height {a:.2f}, a shape the model was not trained on "
+                 "({a0:.2f}-{a1:.2f}): treat the verdict as unknown")
 OUTSIDE_LENGTH = "{n} keyframes, longer than any run the model was trained on ({n1}): treat the verdict as unknown"
 SIZE_MARGIN = 1.25  # a screen up to 25% smaller or larger than any trained on still counts as seen
 LENGTH_MARGIN = 1.5

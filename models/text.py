@@ -73,8 +73,8 @@ def line_boxes(frame: np.ndarray, min_h: int = 5, max_h: int = 96, max_lines: in
 
     Strokes come from the morphological gradient (so dark-on-light and light-on-dark read the same); long
     horizontal and vertical rules (field borders, separators) are removed so they do not glue text to boxes;
-    characters are joined by a closing as wide as 0.6 of the median glyph height, words of a row whose gap is under their height are joined, and a joined
-    region spanning several rows is split by its row profile.
+    characters are joined by a closing as wide as 0.6 of the median glyph height, words of a row whose gap is under
+    their height are joined, and a joined region spanning several rows is split by its row profile.
     """
     g = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY) if frame.ndim == 3 else frame
     grad = cv2.morphologyEx(g, cv2.MORPH_GRADIENT, cv2.getStructuringElement(cv2.MORPH_RECT, (2, 2)))

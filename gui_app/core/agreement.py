@@ -14,8 +14,6 @@ from typing import Any
 
 from gui_app.core.annotation import Annotation
 
-Missing = None
-
 
 def cohen_kappa(a: Sequence[Hashable | None], b: Sequence[Hashable | None]) -> float | None:
     """Cohen's kappa of two raters over the same items (items either rater left missing are skipped).

@@ -123,13 +123,6 @@ def _grid(width: int, height: int) -> tuple[int, int]:
     return GRID_WIDTH, max(4, round(GRID_WIDTH * height / width))
 
 
-def screenshot_features(path: str | Path, grid: tuple[int, int]) -> np.ndarray | None:
-    """Features of one screenshot file, or None when it cannot be read."""
-    try:
-        return _screenshot_features(path, grid)
-    except VideoError:
-        return None
-
 
 def _screenshot_features(path: str | Path, grid: tuple[int, int]) -> np.ndarray:
     """Features of one screenshot file (decoded through :func:`gui_app.core.images.read_image`: measured from its

@@ -2,10 +2,10 @@
 
 Headless Chromium paints no pointer, so the recorder draws one; the reward model's pointer detector learns what
 pointers look like from the same themes (a core module: both floors read it, neither owns it). A reward model that
-met only one sprite learns that sprite (model v1 did); real recordings show whatever theme the desktop had, at the size the desktop asked for, as an
-arrow, a hand over links or an I-beam over text. This module reads the real themes from ``/usr/share/icons/<theme>/
-cursors/`` (Debian packages such as ``dmz-cursor-theme``, ``xcursor-themes``, ``breeze-cursor-theme``) and renders
-them with their own hotspots and alpha.
+met only one sprite learns that sprite (model v1 did); real recordings show whatever theme the desktop had, at the
+size the desktop asked for, as an arrow, a hand over links or an I-beam over text. This module reads the real
+themes from ``/usr/share/icons/<theme>/cursors/`` (Debian packages such as ``dmz-cursor-theme``,
+``xcursor-themes``, ``breeze-cursor-theme``) and renders them with their own hotspots and alpha.
 
 Xcursor file format (``man 3 Xcursor``): a header ``"Xcur"``, header size, version, ``ntoc``; ``ntoc`` table
 entries ``(type, subtype, position)``; an image chunk (type ``0xfffd0002``, subtype = nominal size) holds

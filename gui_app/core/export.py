@@ -48,7 +48,6 @@ from gui_app.core.store import AnnotationStore
 
 FORMATS = ("parquet", "jsonl", "csv", "hf", "sft", "whowhen")
 TABULAR = ("parquet", "jsonl", "csv")
-CATALOG_COLUMNS = ("key", "path", "instruction", "task", "env_success", "p_success")
 
 SCHEMA: dict[str, Any] = {
     "trajectory_id": pl.Utf8, "annotator": pl.Utf8, "role": pl.Utf8, "verdict": pl.Utf8,
@@ -77,7 +76,6 @@ T = TypeVar("T")
 # another apostrophe) gets one too, so that reading the file back (:func:`restore_csv_cell`) is exact. The blanks are
 # spelled out rather than ``\s``: the pattern runs in polars (Rust) on export and in Python on import, whose ``\s``
 # differ.
-FORMULA_CHARS = "=+-@\uff1d\uff0b\uff0d\uff20\t\r\n"
 _BLANKS = " \t\n\r\f\v\u00a0\u3000"
 _FORMULA = f"[{_BLANKS}]*[=+\\-@\uff1d\uff0b\uff0d\uff20]|[\t\r\n]"
 _NEUTRALISE = re.compile(f"(?:{_FORMULA}|'(?:{_FORMULA}|'))")  # anchored by .match (polars: "^" added)
@@ -92,7 +90,7 @@ class ExportError(RollscopeError):
 
 
 def neutralise_csv_cell(text: str) -> str:
-    """``text`` as a CSV cell no spreadsheet runs as a formula (see :data:`FORMULA_CHARS`)."""
+    """``text`` as a CSV cell no spreadsheet runs as a formula (see the note on ``_FORMULA``)."""
     return "'" + text if _NEUTRALISE.match(text) else text
 
 

@@ -53,6 +53,8 @@ class Settings:
             fine-tuned model is not worse than its base; ``rollscope model use|reset`` by hand.
         label_store: where labels go: empty for each library's own file (``.rollscope/labels.sqlite``), or a team's
             server, ``postgresql://USER@HOST:PORT/DB``, shared by every machine that labels the same media.
+        export_folder: the folder File → Export wrote to last (the next export starts there; empty: the user's
+            documents folder, never the library itself).
     """
 
     last_folder: str | None = None
@@ -65,6 +67,7 @@ class Settings:
     reopen_last: bool = False
     model: str | None = None
     label_store: str = ""
+    export_folder: str = ""
 
     def with_recent(self, folder: str) -> Settings:
         """A copy with ``folder`` first in the recent list and as the last folder."""
@@ -277,9 +280,5 @@ def set_active_model(path: str | Path | None, directory: str | Path | None = Non
     store.save(replace(current, model=None if path is None else str(Path(path).resolve())))
     return list(store.warnings)
 
-
-def field_names() -> list[str]:
-    """Names of every setting (for docs and the env-override help)."""
-    return [f.name for f in fields(Settings)]
 
 

@@ -386,7 +386,8 @@ TABLES: dict[str, tuple[str, ...]] = {
 _ORDER = {"annotations": "trajectory_id, annotator, role", "annotation_labels": "trajectory_id, annotator, role, label",
           "annotation_cascading": "trajectory_id, annotator, role, step",
           "annotation_step_comments": "trajectory_id, annotator, role, step", "audit": "id", "score_overrides": "id",
-          "queues": "name", "queue_items": "queue, trajectory_id", "queue_assignments": "queue, trajectory_id, annotator"}
+          "queues": "name", "queue_items": "queue, trajectory_id",
+          "queue_assignments": "queue, trajectory_id, annotator"}
 _WHERE_KEY = "WHERE trajectory_id = ? AND annotator = ? AND role = ?"
 # The per-step collections: (field, table, text column).
 _STEP_TABLES = (("cascading", "annotation_cascading", "effect"),
@@ -569,7 +570,8 @@ class SqlAnnotationStore(AnnotationStore):
             cur.execute(f"DELETE FROM {table} {_WHERE_KEY} AND step = ?", (*key, step))
         else:
             cur.execute(f"INSERT INTO {table} (trajectory_id, annotator, role, step, {column}) VALUES (?, ?, ?, ?, ?) "
-                        f"ON CONFLICT (trajectory_id, annotator, role, step) DO UPDATE SET {column} = excluded.{column}",
+                        f"ON CONFLICT (trajectory_id, annotator, role, step) "
+                        f"DO UPDATE SET {column} = excluded.{column}",
                         (*key, step, text))
         self._changed(cur, key, actor, now, f"{field}[{step}]", old, text)
         return True

@@ -220,7 +220,8 @@ def parse(data: Any, path: str | Path = "<memory>", text: str | None = None) -> 
             if key is not None and not key.isdigit():
                 raise fail([*here, "key"], f"a key hint must be digits, got {key!r}")
             lab = Label(code=code, name=raw["name"], description=raw.get("description", ""), key=key,
-                        aliases=list(raw.get("aliases", [])), names={str(k): v for k, v in raw.get("names", {}).items()},
+                        aliases=list(raw.get("aliases", [])),
+                        names={str(k): v for k, v in raw.get("names", {}).items()},
                         parent=parent)
             lab.children = build(raw.get("children", []), [*here, "children"], code)
             if lab.children and key is not None:

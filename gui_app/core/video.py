@@ -53,8 +53,9 @@ from gui_app.core.trajectory import VideoRef
 if TYPE_CHECKING:
     from gui_app.core.trajectory import Trajectory
 
-VIDEO_SUFFIXES = frozenset({".mp4", ".m4v", ".mov", ".webm", ".mkv", ".avi"})
-IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp"})
+# The one list of media file endings (importers, the image-folder format, scans and the frame source read these).
+VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 DEFAULT_CACHE_BYTES = 256 * 2**20
 
 

@@ -34,7 +34,8 @@ from gui_app.recorders.page import EpisodeOver
 # Agent B's view of the page: every element of the task area (and of jQuery UI widgets appended to <body>), with
 # its own text, the whole text, geometry, attributes, and whether a click at its centre reaches it.
 _SNAPSHOT_JS = """
-var sel = '#wrap, #wrap *, body > .ui-dialog, body > .ui-dialog *, body > ul.ui-autocomplete, body > ul.ui-autocomplete *';
+var sel = '#wrap, #wrap *, body > .ui-dialog, body > .ui-dialog *, '
+    + 'body > ul.ui-autocomplete, body > ul.ui-autocomplete *';
 var els = Array.prototype.slice.call(document.querySelectorAll(sel));
 var index = new Map();
 els.forEach(function (e, k) { index.set(e, k); });
@@ -78,7 +79,8 @@ return null;
 
 # Does a click at (x, y) land on snapshot element k (itself or something inside it)?
 _LANDS_ON_JS = """
-var sel = '#wrap, #wrap *, body > .ui-dialog, body > .ui-dialog *, body > ul.ui-autocomplete, body > ul.ui-autocomplete *';
+var sel = '#wrap, #wrap *, body > .ui-dialog, body > .ui-dialog *, '
+    + 'body > ul.ui-autocomplete, body > ul.ui-autocomplete *';
 var e = document.querySelectorAll(sel)[arguments[2]];
 var h = document.elementFromPoint(arguments[0], arguments[1]);
 return !!e && !!h && (h === e || e.contains(h));
@@ -650,7 +652,8 @@ class RadioPick(Bot):
 
     def solve(self) -> None:
         view = self.look()
-        pairs = [(view.inside(lab, lambda n: n.tag == "input"), lab.full) for lab in view.where(lambda n: n.tag == "label")]
+        pairs = [(view.inside(lab, lambda n: n.tag == "input"), lab.full)
+                 for lab in view.where(lambda n: n.tag == "label")]
         pairs = [(b[0], name) for b, name in pairs if b]
         want = self.field("target")
         good = next((b for b, name in pairs if name == want), None)

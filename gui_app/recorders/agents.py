@@ -379,11 +379,6 @@ class NavigateTree(Agent):
         self.click_el(target)
 
 
-# -- selection tasks ----------------------------------------------------------------------------------------------
-def _label_of(boxes: list[El], labels: list[El], box: El) -> str:
-    lab = min(labels, key=lambda t: abs(t.cy - box.cy) + (0 if t.x >= box.x else 100), default=None)
-    return lab.text if lab is not None else ""
-
 
 class ClickOption(Agent):
     """click-option: pick the radio button with the named label, then Submit."""
@@ -394,14 +389,14 @@ class ClickOption(Agent):
     def run(self) -> None:
         want = self.fields.get("target", "")
         labels = self.all("#boxes label")
-        target = next((l for l in labels if l.text == want), None)
+        target = next((lab for lab in labels if lab.text == want), None)
         if target is None:
             raise AgentError(f"no option {want!r}")
-        others = [l for l in labels if l.text != want]
+        others = [lab for lab in labels if lab.text != want]
         pick = target
         if self.mistake in ("wrong_option", "wrong_then_recover") and others:
             self.deviate(self.mistake)
-            pick = min(others, key=lambda l: abs(l.cy - target.cy))
+            pick = min(others, key=lambda lab: abs(lab.cy - target.cy))
         self.click_el(pick)
         if self.mistake == "wrong_then_recover" and pick is not target:
             self.click_el(target)
@@ -417,8 +412,8 @@ class ClickCheckboxes(Agent):
     def run(self) -> None:
         wanted = [v for k, v in sorted(self.fields.items()) if k.startswith("target")]
         labels = self.all(self.CANDIDATES)
-        targets = [l for l in labels if l.text in wanted]
-        others = [l for l in labels if l.text not in wanted]
+        targets = [lab for lab in labels if lab.text in wanted]
+        others = [lab for lab in labels if lab.text not in wanted]
         plan = list(targets)
         self.rng.shuffle(plan)
         missed = False

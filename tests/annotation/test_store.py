@@ -151,7 +151,8 @@ def test_rekey_moves_everything_a_trajectory_has_and_refuses_a_clash(store):
         assert rec.version == old.version + 1  # the move is a change of the record
     trail = store.audit("lib/run/old")
     assert len(trail) == n_audit + 3
-    assert [(e.actor, e.field, e.old, e.new) for e in trail[-3:]] == [("test", "trajectory_id", "old", "lib/run/old")] * 3
+    assert [(e.actor, e.field, e.old, e.new) for e in trail[-3:]] == \
+        [("test", "trajectory_id", "old", "lib/run/old")] * 3
     assert [o.reason for o in store.overrides("lib/run/old")] == ["the file was not saved"]
     assert store.final_labels()["lib/run/old"]["source"] == "adjudicated"
     assert store.queue_assignments("fixed") == [(0, "lib/run/old", "/lib/old", "a")]

@@ -352,8 +352,11 @@ def mutate_long_action(rng: random.Random, target: Path, quick: bool) -> str:
 
 
 def mutate_many_steps(rng: random.Random, target: Path, quick: bool) -> str:
-    """A long run: the last record of a JSON Lines log repeated (or a JSON list's last item)."""
+    """A long run: the last record of a JSON Lines log repeated (or a JSON list's last item), up to a file of a
+    size real logs have (5 MB quick, 25 MB full: the issue's 100,000-step traj.jsonl): past that it is the reading
+    of a large file that is timed, not a long run."""
     k = 5_000 if quick else 50_000
+    budget = 5 << 20 if quick else 25 << 20
     text = target.read_text(encoding="utf-8-sig")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     try:
@@ -361,6 +364,7 @@ def mutate_many_steps(rng: random.Random, target: Path, quick: bool) -> str:
     except json.JSONDecodeError:
         if not lines:
             return mutate_truncate(rng, target, quick)
+        k = max(1, min(k, budget // (len(lines[-1]) + 1)))
         target.write_text("\n".join(lines + [lines[-1]] * k) + "\n", encoding="utf-8")
         return f"{target.name}: last line repeated {k} times"
     lists: list[list] = []
@@ -375,6 +379,7 @@ def mutate_many_steps(rng: random.Random, target: Path, quick: bool) -> str:
     if not lists:
         return mutate_json_value(rng, target, quick)
     longest = max(lists, key=len)
+    k = max(1, min(k, budget // (len(json.dumps(longest[-1])) + 1)))
     longest.extend([longest[-1]] * k)
     target.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     return f"{target.name}: a list of {len(longest)} records"
@@ -440,7 +445,8 @@ TEXT_OPS: list[tuple[str, Callable[[random.Random, Path, bool], str], int]] = [
     ("flip", mutate_flip, 3), ("empty", mutate_empty, 1), ("bom", mutate_bom, 2), ("delete", mutate_delete, 1),
     ("fifo", mutate_fifo, 1), ("symlink loop", mutate_symlink_loop, 1), ("symlink out", mutate_symlink_out, 1),
     ("deep file", mutate_deep_file, 1), ("long line", mutate_long_line, 1), ("clock", mutate_clock, 2),
-    ("long action", mutate_long_action, 1), ("many steps", mutate_many_steps, 1), ("duplicate key", mutate_duplicate_key, 1),
+    ("long action", mutate_long_action, 1), ("many steps", mutate_many_steps, 1),
+    ("duplicate key", mutate_duplicate_key, 1),
     ("terminal", mutate_terminal, 2),
 ]
 MEDIA_OPS: list[tuple[str, Callable[[random.Random, Path, bool], str], int]] = [
@@ -554,7 +560,8 @@ def check(seed: str, mutation: str, unit: Path, box: Path) -> Result:
             return Result(seed, mutation, BAD_MESSAGE if why else TRACEBACK, f"scan error {why or ''}: "
                                                                             f"{err['error'][:300]}")
     if len(rows) < report.trajectories:
-        return Result(seed, mutation, TRACEBACK, f"scan reported {report.trajectories} trajectories, stored {len(rows)}")
+        return Result(seed, mutation, TRACEBACK,
+                      f"scan reported {report.trajectories} trajectories, stored {len(rows)}")
     key = str(unit) + ("#0" if unit.is_file() and any(r.key.endswith("#0") for r in rows) else "")
     code, out, err = _inspect(key, "--json")
     t_code, t_out, t_err = _inspect(key)  # the human-readable output: nothing from the file drives the terminal

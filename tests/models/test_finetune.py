@@ -145,7 +145,8 @@ def test_fine_tuning_is_seeded(labelled, samples, tiny_weights, cache, tmp_path)
 
 def test_a_worse_model_does_not_replace_the_active_one(labelled, samples, tiny_weights, cache, tmp_path, capsys):
     """A base that knows these runs (fine-tuned on all of them), then a reckless fine-tune of it (a learning rate
-    over a hundred times the default): the new model is worse on the held-out labels, so `--activate` refuses, exit 1."""
+    over a hundred times the default): the new model is worse on the held-out labels, so `--activate` refuses,
+    exit 1."""
     path, _ = labelled
     store = open_store(path)
     runs = labelled_runs(store, samples).runs

@@ -218,13 +218,6 @@ class Display:
         wait_for(f"the window /{title_re}/ to close",
                  lambda: not any(pat.search(w.name) for w in self.windows()), timeout, interval=0.1)
 
-    def active_window(self) -> Window | None:
-        out = self.xdotool("getactivewindow", check=False).strip()
-        if not out.isdigit():
-            return None
-        with contextlib.suppress(DesktopError, KeyError, ValueError):
-            return self.window(int(out))
-        return None
 
     # -- screen ----------------------------------------------------------------------------------------------
     def screenshot(self) -> np.ndarray:
