@@ -159,16 +159,16 @@ def test_no_negatives_and_bad_input(recorded, tmp_path):
 
 
 def test_human_labels_override_env(recorded, tmp_path):
-    from gui_app.core import store as store_mod
+    from gui_app.core.store import SqliteAnnotationStore, default_path
 
     root = tmp_path / "lib"
     rng = np.random.default_rng(1)
     ep = _write(root, "click-button", 100, success=True, rng=rng)
     _write(root, "click-button", 101, success=True, rng=rng)
     tid = native.load(ep).id
-    path = store_mod.default_path(root)
+    path = default_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    st = store_mod.SqliteAnnotationStore(path)
+    st = SqliteAnnotationStore(path)
     try:
         st.set_field(tid, "alice", "verdict", "failure")
         st.set_field(tid, "alice", "root_cause_step", 0)
@@ -258,7 +258,7 @@ def test_human_labels_are_found_by_the_library_key(tmp_path):
     so a verdict given in the app never reached it. A label stored under an id before keys existed still counts,
     but only where no other run has that id."""
     from gui_app.core import formats
-    from gui_app.core import store as store_mod
+    from gui_app.core.store import SqliteAnnotationStore, default_path
 
     root = tmp_path / "lib"
     rng = np.random.default_rng(2)
@@ -268,9 +268,9 @@ def test_human_labels_are_found_by_the_library_key(tmp_path):
     doc = json.loads((c / "trajectory.json").read_text())
     doc["id"] = native.load(b).id  # two runs share one format id
     (c / "trajectory.json").write_text(json.dumps(doc))
-    path = store_mod.default_path(root)
+    path = default_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    st = store_mod.SqliteAnnotationStore(path)
+    st = SqliteAnnotationStore(path)
     try:
         st.set_field(formats.load(a, library_root=root).key, "alice", "verdict", "failure")  # as the app keys it
         st.set_field(native.load(b).id, "alice", "verdict", "failure")  # an old label under an id two runs have

@@ -107,15 +107,15 @@ def _human_labels(root: Path, warnings: list[str]) -> dict[str, dict[str, Any]]:
     The store is optional: without it (or with an unreadable one) the environment's labels stand, with a warning.
     """
     try:
-        from gui_app.core import store as store_mod
+        from gui_app.core.store import SqliteAnnotationStore, default_path
     except (ImportError, SyntaxError) as exc:
         warnings.append(f"annotation store unavailable, human labels ignored: {exc}")
         return {}
-    path = store_mod.default_path(root)
+    path = default_path(root)
     if not path.is_file():
         return {}
     try:
-        st = store_mod.SqliteAnnotationStore(path)
+        st = SqliteAnnotationStore(path)
     except RollscopeError as exc:
         warnings.append(f"{path}: cannot open the annotation store, human labels ignored: {exc}")
         return {}

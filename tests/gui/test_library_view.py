@@ -114,11 +114,11 @@ def test_label_status_comes_from_one_narrow_function(qapp, catalog):
 
 
 def test_label_status_from_a_real_store(qapp, catalog, tmp_path):
-    store_mod = pytest.importorskip("gui_app.core.store")
     from gui_app.core.identity import migrate_store
+    from gui_app.core.store import open_store
     from gui_app.core.library import store_label_status
 
-    store = store_mod.open_store(tmp_path / "labels.sqlite")
+    store = open_store(tmp_path / "labels.sqlite")
     try:
         store.set_field("traj-00004", "ana", "verdict", "failure")
         store.set_field("traj-00006", "ana", "notes", "opened, nothing decided yet")
