@@ -38,8 +38,8 @@ def _status_mb(field: str) -> float:
 def generate(n: int, seed: int = 0):
     """``n`` labelled records shaped like real ones: 2 annotators on 30% of trajectories, labels from the
     default taxonomy, root causes on failures, some text."""
-    from gui_app.core import taxonomy
-    from gui_app.core.annotation import Annotation, Cascade
+    from gui_app.core.annotation import taxonomy
+    from gui_app.core.store.record import Annotation, Cascade
 
     rng = random.Random(seed)
     tax = taxonomy.get()
@@ -66,7 +66,7 @@ def generate(n: int, seed: int = 0):
 
 
 def fill(path: Path, n: int) -> dict[str, float]:
-    from gui_app.core.store import open_store
+    from gui_app.core.store.backends import open_store
 
     if path.exists():
         s = open_store(path)
@@ -86,8 +86,8 @@ def fill(path: Path, n: int) -> dict[str, float]:
 
 
 def _export_child(path: str, out: str, q) -> None:  # runs in a fresh process: clean memory figures
-    from gui_app.core.export import export
-    from gui_app.core.store import open_store
+    from gui_app.core.annotation.export import export
+    from gui_app.core.store.backends import open_store
 
     base = _status_mb("VmRSS")
     s = open_store(path)
@@ -111,7 +111,7 @@ def export_figures(path: Path, out: Path) -> dict[str, float]:
 
 
 def save_latency(path: Path, n: int) -> dict[str, float]:
-    from gui_app.core.store import open_store
+    from gui_app.core.store.backends import open_store
 
     s = open_store(path)
     rng = random.Random(1)

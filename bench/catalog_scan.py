@@ -29,10 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gui_app.core import native  # noqa: E402
-from gui_app.core.catalog import Catalog  # noqa: E402
-from gui_app.core.score import Score  # noqa: E402
-from gui_app.core.trajectory import Outcome, Step, Trajectory  # noqa: E402
+from gui_app.core.trajectory.formats import native  # noqa: E402
+from gui_app.core.library.catalog import Catalog  # noqa: E402
+from gui_app.core.scoring.score import Score  # noqa: E402
+from gui_app.core.trajectory.model import Outcome, Step, Trajectory  # noqa: E402
 
 QUERY_TARGET_MS = 50.0
 _WORDS = ("open", "click", "the", "settings", "menu", "type", "search", "box", "email", "send", "button", "tab",

@@ -3,7 +3,8 @@
 
 The corpus is the bundled samples (real MiniWoB++ recordings and step screenshots, an OSWorld run, a plain video),
 repeated to ``--n`` trajectories. Local scoring runs ``score_many`` with the model loaded once; Ray scoring runs the
-same through :class:`gui_app.core.cluster.RayScoring` on a Ray instance started here. Start-up (Ray, and each worker
+same through :class:`gui_app.core.scoring.cluster.RayScoring` on a Ray instance started here. Start-up (Ray, and each
+worker
 loading the model) is measured apart from the scoring itself: it is paid once per run, not per trajectory.
 
 The projection takes the 2-worker Ray rate on this 2-core machine as one node's rate (a node of this size), so
@@ -40,8 +41,8 @@ def main() -> None:
     import ray
 
     from gui_app.commands.score import expand
-    from gui_app.core.cluster import RayScoring
-    from gui_app.core.scoring import score_many
+    from gui_app.core.scoring.cluster import RayScoring
+    from gui_app.core.scoring.batch import score_many
     from models.runtime import RewardModel
 
     root = str(REPO / "resources" / "samples")  # one library: derived runs read media of the runs they came from

@@ -4,7 +4,8 @@ Uses the 1080p long-GOP H.264 screen-like recording of ``bench/video_seek.py`` (
 frames, every frame stamped with its index; 10 minutes, ``--quick``: 1 minute; generated once under
 ``data/bench/video_seek/`` and reused) and a trajectory with one step per screen change (~100 steps over 10
 minutes), each with a click point. Opens it as the app does: a :class:`FrameSource` decoding at display size
-(``gui_app.core.prefetch.SOURCE_OPTIONS``: ``max_side=1280``, 96 MiB cache), a :class:`Session`, a :class:`VideoView`
+(``gui_app.core.media.prefetch.SOURCE_OPTIONS``: ``max_side=1280``, 96 MiB cache), a :class:`Session`, a
+:class:`VideoView`
 of 1280x720 on screen (offscreen platform), then:
 
 * ``open_ms``: FrameSource.open + Session.set_trajectory; ``step_starts_pinned_s``: until every step's first
@@ -41,9 +42,9 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from bench._common import Figures, log, parser, peak_rss_mb, percentile, rss_mb  # noqa: E402
 from bench.video_seek import FPS, generate  # noqa: E402
-from gui_app.core.prefetch import SOURCE_OPTIONS  # noqa: E402
-from gui_app.core.trajectory import Step, Trajectory, VideoRef  # noqa: E402
-from gui_app.core.video import FrameSource  # noqa: E402
+from gui_app.core.media.prefetch import SOURCE_OPTIONS  # noqa: E402
+from gui_app.core.trajectory.model import Step, Trajectory, VideoRef  # noqa: E402
+from gui_app.core.media.video import FrameSource  # noqa: E402
 from gui_app.qt.frame_image import to_array  # noqa: E402
 from gui_app.qt.playback import Playback  # noqa: E402
 from gui_app.qt.session import Session  # noqa: E402

@@ -9,7 +9,7 @@ that the base model was not trained on: the desktop recorder's tasks, or MiniWoB
 training. Its runs are shuffled (seeded); the last ones, after the largest label count, are the evaluation set, the
 same for every point of the curve. For each N, the first N runs are labelled from their known outcomes (verdict,
 and the recorded first error step of a failure) in a fresh annotation store (the real SQLite store), read back as
-``rollscope train --from-labels`` reads them (:func:`gui_app.core.teaching.labelled_runs`), and the base is
+``rollscope train --from-labels`` reads them (:func:`gui_app.core.annotation.teaching.labelled_runs`), and the base is
 fine-tuned on all N (no held-out slice: the evaluation set is the report). Figures per N: accuracy, recall and
 calibration error on the evaluation set, and the seconds of fine-tuning (perception is cached and reported apart).
 
@@ -28,8 +28,8 @@ from pathlib import Path
 import _common  # noqa: I001 -- first: puts the repository on sys.path
 
 from gui_app.core.errors import RollscopeError  # noqa: E402
-from gui_app.core.store import open_store  # noqa: E402
-from gui_app.core.teaching import known_outcomes, label_store, labelled_runs  # noqa: E402
+from gui_app.core.store.backends import open_store  # noqa: E402
+from gui_app.core.annotation.teaching import known_outcomes, label_store, labelled_runs  # noqa: E402
 from models.finetune import FinetuneArgs, finetune, load_base, perceive_runs, score_examples, summarise  # noqa: E402
 from models.runtime import RewardModel  # noqa: E402
 

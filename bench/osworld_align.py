@@ -34,8 +34,9 @@ import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench._common import DATA, Figures, log, parser  # noqa: E402
-from gui_app.core import cache, formats  # noqa: E402
-from gui_app.core.align import LOW_CONFIDENCE, align_trajectory  # noqa: E402
+from gui_app.core import cache  # noqa: E402
+from gui_app.core.trajectory import formats  # noqa: E402
+from gui_app.core.trajectory.align import LOW_CONFIDENCE, align_trajectory  # noqa: E402
 from tests.media import screen_state, write_h264  # noqa: E402
 
 W, H, FPS = 1920, 1080, 30

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import _common  # noqa: I001 -- first: puts the repository on sys.path
 
-from gui_app.core.trajectory import Outcome, Step, Trajectory  # noqa: E402
+from gui_app.core.trajectory.model import Outcome, Step, Trajectory  # noqa: E402
 from models.runtime import WEIGHTS_DIR, RewardModel  # noqa: E402
 
 SAMPLES = _common.REPO / "resources" / "samples"

@@ -36,7 +36,7 @@ WRITERS = (1, 2, 4)
 
 
 def _writer(location: str, who: int, n: int, barrier, out) -> None:
-    from gui_app.core.store import open_store
+    from gui_app.core.store.backends import open_store
 
     store = open_store(location)
     lat = []
@@ -57,7 +57,7 @@ def _writer(location: str, who: int, n: int, barrier, out) -> None:
 
 def run(location: str, writers: int, n: int) -> tuple[float, float, float]:
     """``writers`` processes saving ``n`` labels each into ``location``: (saves/s, p50 ms, p95 ms)."""
-    from gui_app.core.store import open_store
+    from gui_app.core.store.backends import open_store
 
     open_store(location).close()  # schema created before the clock starts
     ctx = mp.get_context("spawn")

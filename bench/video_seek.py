@@ -34,9 +34,9 @@ import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench._common import DATA, Figures, log, parser, peak_rss_mb, percentile, rss_mb  # noqa: E402
-from gui_app.core.align import align_trajectory  # noqa: E402
-from gui_app.core.trajectory import Step, Trajectory, VideoRef  # noqa: E402
-from gui_app.core.video import FrameSource, probe  # noqa: E402
+from gui_app.core.trajectory.align import align_trajectory  # noqa: E402
+from gui_app.core.trajectory.model import Step, Trajectory, VideoRef  # noqa: E402
+from gui_app.core.media.video import FrameSource, probe  # noqa: E402
 from tests.media import degrade, read_stamp, screen_like_frames, screen_state, stamp_index, write_h264  # noqa: E402
 
 W, H, FPS, GOP, SEED = 1920, 1080, 10, 250, 11

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from gui_app.core import native
+from gui_app.core.trajectory.formats import native
 from gui_app.core.atomic import publish_file
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.trajectory.model import Trajectory
 from models.config import ModelConfig
 from models.features import (FEATURE_VERSION, Example, first_error_frame, keyframe_steps, load_keyframes,
                              make_example)

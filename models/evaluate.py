@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from gui_app.core import native
+from gui_app.core.trajectory.formats import native
 from gui_app.core.errors import RollscopeError
 from models.data import load_percept, read_manifest, record_for, with_sources
 from models.features import first_error_frame
@@ -230,8 +230,8 @@ def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None =
     :func:`evaluate`); ``source`` is the importer that read the run, ``task`` the run's task type when it has one.
     Runs without an outcome are counted in ``no_outcome``, never scored as if they had one.
     """
-    from gui_app.core.dataset import HELDOUT_TASKS
-    from gui_app.core.formats import find_units
+    from gui_app.training.dataset import HELDOUT_TASKS
+    from gui_app.core.trajectory.formats import find_units
 
     model = RewardModel.load(model_dir)
     units = [(str(root), path, imp) for root in roots for path, imp in find_units(root)]

@@ -21,8 +21,8 @@ import cv2
 import numpy as np
 
 from gui_app.core.errors import VideoError
-from gui_app.core.images import read_image
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.media.images import read_image
+from gui_app.core.trajectory.model import Trajectory
 from models import hashing
 from models.perception import FramePercept, RunPercept
 from models.terms import TERM_KINDS, Match, instruction_overlap, instruction_terms, match
@@ -125,8 +125,8 @@ def load_keyframes(traj: Trajectory, max_frames: int) -> Keyframes:
         if all(f is not None for f in frames):
             return Keyframes(_same_size([f for f in frames if f is not None]), chosen, None, "screenshots")
     steps = keyframe_steps(traj.n_steps, max_frames)
-    from gui_app.core.timeline import Timeline
-    from gui_app.core.video import FrameSource
+    from gui_app.core.trajectory.timeline import Timeline
+    from gui_app.core.media.video import FrameSource
 
     if not has_video or traj.video is None:
         raise VideoError(traj.source_path, "no readable screenshots and no readable recording")

@@ -1,6 +1,7 @@
 """Fine-tune the judge on a team's own labels, on its CPU, with a before-and-after report.
 
-``finetune(args, runs)`` takes labelled runs (:func:`gui_app.core.teaching.labelled_runs`: the final verdict of each
+``finetune(args, runs)`` takes labelled runs (:func:`gui_app.core.annotation.teaching.labelled_runs`: the final
+verdict of each
 run, and the root-cause step of a failure, which becomes the first deviating step) in any format Rollscope reads,
 and:
 
@@ -44,7 +45,7 @@ import torch
 from scipy.special import expit
 
 from gui_app.core.errors import RollscopeError
-from gui_app.core.teaching import LabelledRun
+from gui_app.core.annotation.teaching import LabelledRun
 from models.checkpoint import RUN_FILE, Calibration, OODReference
 from models.data import (PERCEPT_SUFFIX, Record, cache_key, perceive_trajectory, read_percept, record_for,
                          save_percept)
@@ -162,7 +163,7 @@ def load_base(base: str | Path | None, threads: int = 1) -> tuple[RewardModel, R
 def _percept_file(cache_dir: Path, key: str, run_key: str) -> Path:
     """Cache file of one run's perception: named by the unit's resolved path, selector, size and modification time
     (a run written again is perceived again)."""
-    from gui_app.core.formats import split_selector
+    from gui_app.core.trajectory.formats import split_selector
 
     path, sel = split_selector(run_key)
     try:
@@ -179,7 +180,7 @@ def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: st
                   ) -> tuple[list[Perceived], list[tuple[str, str]], float]:
     """Perceive every run with ``model``'s perception (cached); returns (perceived runs, (key, error) for each run
     that could not be, seconds spent perceiving what was not cached)."""
-    from gui_app.core import formats
+    from gui_app.core.trajectory import formats
 
     cache = Path(cache_dir)
     key = cache_key(model.perceiver.cfg, model.perceiver.pointer.path)
@@ -367,7 +368,7 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     """Fine-tune, export and report (see the module docstring); returns the report (also in ``OUT/report.json``).
 
     Args:
-        runs: the labelled runs (:func:`gui_app.core.teaching.labelled_runs`).
+        runs: the labelled runs (:func:`gui_app.core.annotation.teaching.labelled_runs`).
         skipped: labels the caller already left out, (key, reason): carried into the report.
 
     Raises:

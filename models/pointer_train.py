@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 import torch
 
-from gui_app.core.cursors import ROLE_NAMES, CursorImage, XcursorError, cursor_image, draw_image, installed_themes
+from gui_app.training.cursors import ROLE_NAMES, CursorImage, XcursorError, cursor_image, draw_image, installed_themes
 from models.pointer import POINTER_FEATURE_VERSION, STRIDE, PointerDetector, prepare
 from models.pointer_net import PointerNet, PointerNetConfig
 

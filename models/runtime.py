@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from gui_app.core.score import Score
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.scoring.score import Score
+from gui_app.core.trajectory.model import Trajectory
 from models.checkpoint import RUN_FILE, WEIGHTS_FILE, Checkpoint, ModelLoadError
 from models.config import ModelConfig
 from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example
@@ -200,7 +200,7 @@ class RewardModel:
         return out
 
     def prepare(self, traj: Trajectory, prune: bool = True) -> Prepared:
-        """The network's input for one trajectory (the core's :class:`~gui_app.core.scoring.Scorer` step one).
+        """The network's input for one trajectory (the core's :class:`~gui_app.core.scoring.batch.Scorer` step one).
 
         Raises:
             VideoError: no readable recording or screenshots.

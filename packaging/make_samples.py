@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from gui_app.core import native  # noqa: E402
-from gui_app.core import negatives as neg  # noqa: E402
+from gui_app.core.trajectory.formats import native  # noqa: E402
+from gui_app.training import negatives as neg  # noqa: E402
 from gui_app.recorders.miniwob import MiniWoBRecorder  # noqa: E402
 
 # (task, mistake or None, expected success, sample name)

@@ -9,7 +9,7 @@ from pathlib import Path
 def old_catalog(db: Path, version: int) -> sqlite3.Connection:
     """A catalog at schema ``version``: only the first ``version`` migration files applied; the caller inserts
     its rows and closes the connection."""
-    from gui_app.core.catalog import MIGRATIONS
+    from gui_app.core.library.catalog import MIGRATIONS
     from gui_app.core.db import statements
 
     conn = sqlite3.connect(db, isolation_level=None)

@@ -1,6 +1,6 @@
 """Databases as Rollscope left them before the one migration runner (schema SQL copied from that release's code).
 
-The catalog's schema lived in inline strings in gui_app/core/catalog.py (versions 1-4); the annotation store's
+The catalog's schema lived in inline strings in gui_app/core/library/catalog.py (versions 1-4); the annotation store's
 in gui_app/core/migrations/001_annotations.sql and 002_queues.sql, applied in one transaction with a
 schema_migrations log. Tests build files from this text, not from today's migration files, so a change to those
 files cannot hide a broken upgrade of what users have on disk.

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gui_app.core.actions import ParsedAction, parse_action
-from gui_app.core.trajectory import ACTION_TYPES
+from gui_app.core.trajectory.actions import ParsedAction, parse_action
+from gui_app.core.trajectory.model import ACTION_TYPES
 
 # An agent's recorded wait action (pyautogui scripts sleep between actions): text to parse, not a sleep here.
 AGENT_SLEEP = "time." + "sleep"
@@ -102,7 +102,7 @@ def test_click_coordinates_round_trip(x, y, kw):
 
 def test_move_then_drag_is_a_drag():
     """AgentNet and OpenCUA write a drag as moveTo(start) then dragTo(end)."""
-    from gui_app.core.actions import parse_action
+    from gui_app.core.trajectory.actions import parse_action
 
     p = parse_action("pyautogui.moveTo(x=0.328, y=0.4697)\npyautogui.dragTo(x=0.5025, y=0.6039, button='left')")
     assert (p.type, p.x, p.y) == ("drag", 0.5025, 0.6039)

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from gui_app.core import native
+from gui_app.core.trajectory.formats import native
 from gui_app.recorders import registry
 from gui_app.recorders.miniwob import MiniWoBRecorder, collect, episode_dir, is_recorded
 from gui_app.recorders.styles import POINTER_ROLE_JS, Style

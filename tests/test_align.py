@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gui_app.core.align import align_trajectory, monotone_assignment
+from gui_app.core.trajectory.align import align_trajectory, monotone_assignment
 from gui_app.core.errors import VideoError
-from gui_app.core.trajectory import Step, Trajectory, VideoRef
+from gui_app.core.trajectory.model import Step, Trajectory, VideoRef
 from tests.media import degrade, screen_like_frames, write_h264, write_images
 
 FPS = 10

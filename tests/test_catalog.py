@@ -12,11 +12,12 @@ import cv2
 import numpy as np
 import pytest
 
-from gui_app.core import formats, native
-from gui_app.core.catalog import SCHEMA_VERSION, Catalog, CatalogRow
+from gui_app.core.trajectory import formats
+from gui_app.core.trajectory.formats import native
+from gui_app.core.library.catalog import SCHEMA_VERSION, Catalog, CatalogRow
 from gui_app.core.errors import CatalogError
-from gui_app.core.score import Score
-from gui_app.core.trajectory import Outcome, Step, Trajectory
+from gui_app.core.scoring.score import Score
+from gui_app.core.trajectory.model import Outcome, Step, Trajectory
 
 
 def make_native(parent: Path, name: str, *, instruction: str = "", n_steps: int = 3, success: bool | None = True,
@@ -383,7 +384,7 @@ def test_schema_created_migrated_and_guarded(tmp_path: Path):
 
 
 def test_version_1_catalog_is_migrated_keeping_its_data(tmp_path: Path):
-    from gui_app.core.catalog import MIGRATIONS
+    from gui_app.core.library.catalog import MIGRATIONS
     from gui_app.core.db import statements
 
     db = tmp_path / "v1.sqlite"
@@ -402,7 +403,7 @@ def test_version_1_catalog_is_migrated_keeping_its_data(tmp_path: Path):
 
 
 def test_failed_migration_leaves_the_database_at_its_old_version(tmp_path: Path, monkeypatch):
-    from gui_app.core import catalog as catalog_mod
+    from gui_app.core.library import catalog as catalog_mod
 
     db = tmp_path / "c.sqlite"
     Catalog(db).close()

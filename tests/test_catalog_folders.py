@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from gui_app.core.catalog import Catalog
+from gui_app.core.library.catalog import Catalog
 
 SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "samples" / "miniwob" / "click-tab-success"
 RECORD = {"question": "How many albums?", "ground_truth": "4", "mistake_agent": "Assistant", "mistake_step": "1",

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gui_app.core.catalog import SCHEMA_VERSION, Catalog, pack_masks, unpack_masks
+from gui_app.core.library.catalog import SCHEMA_VERSION, Catalog, pack_masks, unpack_masks
 from gui_app.core.errors import CatalogError
-from gui_app.core.score import Score
+from gui_app.core.scoring.score import Score
 from tests.catalog_db import old_catalog
 
 

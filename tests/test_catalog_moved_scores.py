@@ -11,10 +11,10 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from gui_app.core.catalog import Catalog, CatalogRow
-from gui_app.core.export import catalog_index
-from gui_app.core.queue import model_verdict, order_rows
-from gui_app.core.score import Score
+from gui_app.core.library.catalog import Catalog, CatalogRow
+from gui_app.core.annotation.export import catalog_index
+from gui_app.core.annotation.queue import model_verdict, order_rows
+from gui_app.core.scoring.score import Score
 from tests.gui.library_fixtures import make_library
 
 # make_library's outcomes: t00000 unknown, t00003 failure, the others success.
@@ -96,7 +96,7 @@ def test_a_schema_8_catalog_migrates_keeping_every_score(tmp_path: Path):
     every score: the history, the latest one whole, its "unknown"."""
     import numpy as np
 
-    from gui_app.core.catalog import SCHEMA_VERSION, pack_masks
+    from gui_app.core.library.catalog import SCHEMA_VERSION, pack_masks
     from tests.catalog_db import old_catalog
 
     db = tmp_path / "v8.sqlite"

@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from gui_app.core.catalog import SCHEMA_VERSION, Catalog
-from gui_app.core.score import Score
+from gui_app.core.library.catalog import SCHEMA_VERSION, Catalog
+from gui_app.core.scoring.score import Score
 from tests.catalog_db import old_catalog
 from tests.gui.library_fixtures import make_library, write_native
 

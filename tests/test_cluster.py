@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from gui_app.commands import score as score_cmd
-from gui_app.core.catalog import Catalog
-from gui_app.core.cluster import RayScoring
-from gui_app.core.scoring import ScoreOutcome, score_many
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.scoring.cluster import RayScoring
+from gui_app.core.scoring.batch import ScoreOutcome, score_many
 from models.runtime import RewardModel
 
 SAMPLES = Path(__file__).resolve().parents[1] / "resources" / "samples"
@@ -144,7 +144,7 @@ def test_the_base_install_never_imports_ray():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom gui_app.cli import build_parser\nbuild_parser()\nimport gui_app.core.cluster\n"
+    code = ("import sys\nfrom gui_app.cli import build_parser\nbuild_parser()\nimport gui_app.core.scoring.cluster\n"
             "print('ray' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"

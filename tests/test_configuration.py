@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gui_app.core import formats
-from gui_app.core.catalog import Catalog
+from gui_app.core.trajectory import formats
+from gui_app.core.library.catalog import Catalog
 from tests.formats import builders as b
 
 ROOT = Path(__file__).resolve().parents[1]

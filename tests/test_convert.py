@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from gui_app import cli
-from gui_app.core import convert, formats, native
+from gui_app.training import convert
+from gui_app.core.trajectory import formats
+from gui_app.core.trajectory.formats import native
 from gui_app.recorders.miniwob import write_episode
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,9 +11,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from gui_app.core import native
+from gui_app.core.trajectory.formats import native
 from gui_app.recorders.miniwob import write_episode
-from gui_app.core.dataset import MANIFEST_COLUMNS, DatasetError, build_dataset, split_of
+from gui_app.training.dataset import MANIFEST_COLUMNS, DatasetError, build_dataset, split_of
 
 TASKS = {
     # task: (instruction, fields, candidates, steps as (action_type, target label))
@@ -159,7 +159,8 @@ def test_no_negatives_and_bad_input(recorded, tmp_path):
 
 
 def test_human_labels_override_env(recorded, tmp_path):
-    from gui_app.core.store import SqliteAnnotationStore, default_path
+    from gui_app.core.store.sqlite import SqliteAnnotationStore
+    from gui_app.core.store.interface import default_path
 
     root = tmp_path / "lib"
     rng = np.random.default_rng(1)
@@ -185,7 +186,7 @@ def test_checkbox_rewrites_point_at_the_first_contradicting_step(recorded):
     import random
     import re
 
-    from gui_app.core.negatives import adversarial
+    from gui_app.training.negatives import adversarial
 
     traj = native.load(recorded / "click-checkboxes" / "click-checkboxes-s1")
     assert traj.outcome.success
@@ -229,7 +230,7 @@ def test_dataset_command_json(recorded, tmp_path, capsys):
 
 
 def test_the_eleven_heldout_types_are_kept_out_by_default(recorded, tmp_path):
-    from gui_app.core.dataset import HELDOUT_TASKS
+    from gui_app.training.dataset import HELDOUT_TASKS
 
     assert len(HELDOUT_TASKS) == 11 and "click-link" in HELDOUT_TASKS and "social-media-some" in HELDOUT_TASKS
     root = tmp_path / "runs"
@@ -257,8 +258,9 @@ def test_human_labels_are_found_by_the_library_key(tmp_path):
     """The app labels a run under its library key (issue 25); the dataset looked labels up by the format's id only,
     so a verdict given in the app never reached it. A label stored under an id before keys existed still counts,
     but only where no other run has that id."""
-    from gui_app.core import formats
-    from gui_app.core.store import SqliteAnnotationStore, default_path
+    from gui_app.core.trajectory import formats
+    from gui_app.core.store.sqlite import SqliteAnnotationStore
+    from gui_app.core.store.interface import default_path
 
     root = tmp_path / "lib"
     rng = np.random.default_rng(2)

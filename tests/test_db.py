@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from gui_app.core import db
-from gui_app.core.catalog import SCHEMA_VERSION, Catalog
+from gui_app.core.library.catalog import SCHEMA_VERSION, Catalog
 from gui_app.core.errors import CatalogError
-from gui_app.core.score import Score
-from gui_app.core.store import StoreError, migrations, open_store
+from gui_app.core.scoring.score import Score
+from gui_app.core.store.interface import StoreError, migrations
+from gui_app.core.store.backends import open_store
 from tests.old_schemas import old_catalog_v4, old_store_v2
 
 

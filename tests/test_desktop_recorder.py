@@ -14,7 +14,8 @@ import av
 import numpy as np
 import pytest
 
-from gui_app.core import formats, native
+from gui_app.core.trajectory import formats
+from gui_app.core.trajectory.formats import native
 from gui_app.recorders.desktop import checkers as chk
 from gui_app.recorders.desktop.agent import Recorded
 from gui_app.recorders.desktop.apps import lo_registry

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from gui_app import cli
-from gui_app.core import identity
-from gui_app.core.annotation import Annotation
-from gui_app.core.catalog import MIGRATIONS, Catalog
-from gui_app.core.score import Score
-from gui_app.core.store import open_store
+from gui_app.core.trajectory import identity
+from gui_app.core.store.record import Annotation
+from gui_app.core.library.catalog import MIGRATIONS, Catalog
+from gui_app.core.scoring.score import Score
+from gui_app.core.store.backends import open_store
 from tests.formats import builders as b
 
 EXAMPLE = "bb5e4c0d-f964-439c-97b6-bdb9747de3f4"
@@ -114,7 +114,7 @@ def test_old_store_and_catalog_migrate_without_losing_a_label(library, store_loc
 def test_a_store_that_comes_back_has_its_labels_moved_then(library, store_location):
     """A team server down when the library opened: the labels move to their keys when the app reopens the store
     (Library.reopen_store), as they would have at opening."""
-    from gui_app.core.library import Library
+    from gui_app.core.library.folder import Library
 
     cat = Catalog.for_root(library)
     cat.scan(library)

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gui_app.core import formats, native
+from gui_app.core.trajectory import formats
+from gui_app.core.trajectory.formats import native
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.trajectory import ACTION_TYPES, Outcome, Step, Trajectory, VideoRef
+from gui_app.core.trajectory.model import ACTION_TYPES, Outcome, Step, Trajectory, VideoRef
 
 # -- strategies ---------------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The viewer's frame-cache policy (gui_app.core.prefetch), Qt-free, on a real H.264 recording."""
+"""The viewer's frame-cache policy (gui_app.core.media.prefetch), Qt-free, on a real H.264 recording."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gui_app.core.prefetch import FramePlan, pinned_frame_bytes
-from gui_app.core.video import FrameSource
+from gui_app.core.media.prefetch import FramePlan, pinned_frame_bytes
+from gui_app.core.media.video import FrameSource
 from tests.media import numbered_frames, read_number, write_h264
 
 STARTS = [0, 7, 19, 33, 41, 52]

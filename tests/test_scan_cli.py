@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from gui_app import cli
-from gui_app.core import native
-from gui_app.core.catalog import Catalog
-from gui_app.core.trajectory import Outcome, Step, Trajectory
+from gui_app.core.trajectory.formats import native
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.trajectory.model import Outcome, Step, Trajectory
 
 JSON_KEYS = {"trajectories", "by_format", "errors", "seconds", "unrecognised"}
 

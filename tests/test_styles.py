@@ -9,7 +9,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from gui_app.core import cursors as xcursor
+from gui_app.training import cursors as xcursor
 from gui_app.recorders import styles
 from gui_app.recorders.miniwob import Geometry
 

@@ -1,4 +1,5 @@
-"""The one step <-> frame mapping (gui_app.core.timeline) on real media: recordings and screenshot folders."""
+"""The one step <-> frame mapping (gui_app.core.trajectory.timeline) on real media: recordings and screenshot
+folders."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gui_app.core import align
-from gui_app.core.timeline import Timeline, spread, step_end_times
-from gui_app.core.trajectory import Step, Trajectory, VideoRef
-from gui_app.core.video import FrameSource, open_for
+from gui_app.core.trajectory import align
+from gui_app.core.trajectory.timeline import Timeline, spread, step_end_times
+from gui_app.core.trajectory.model import Step, Trajectory, VideoRef
+from gui_app.core.media.video import FrameSource, open_for
 from tests.media import numbered_frames, write_h264
 
 FPS, N_FRAMES = 10.0, 60

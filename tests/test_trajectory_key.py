@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gui_app.core import formats, identity
-from gui_app.core.annotation import Annotation
-from gui_app.core.catalog import Catalog
-from gui_app.core.library import Library, open_library, store_label_status
-from gui_app.core.score import Score
+from gui_app.core.trajectory import formats
+from gui_app.core.trajectory import identity
+from gui_app.core.store.record import Annotation
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.library.folder import Library, open_library, store_label_status
+from gui_app.core.scoring.score import Score
 from tests.gui.library_fixtures import write_agentnet, write_native
 
 # Two runs with one format id (as every model's OSWorld run of a task has), and a file of three trajectories.

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from gui_app.core.errors import VideoError
-from gui_app.core.trajectory import Step, Trajectory, VideoRef
-from gui_app.core.video import FrameSource, open_for, probe
+from gui_app.core.trajectory.model import Step, Trajectory, VideoRef
+from gui_app.core.media.video import FrameSource, open_for, probe
 from tests.media import (numbered_frames, read_number, write_h264, write_images, write_mp4v, write_vp9)
 
 N = 300  # frames per test file: 30 s at 10 fps, a long GOP of 250 with a second keyframe at 250

@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gui_app.core.agreement import format_report, report
+    from gui_app.core.annotation.agreement import format_report, report
 
     store = open_store_from(args, must_exist=True, read_only=True)
     try:

@@ -19,8 +19,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import progress
-    from gui_app.core import convert, formats, native
-    from gui_app.core.dataset import find_trajectories
+    from gui_app.training import convert
+    from gui_app.core.trajectory import formats
+    from gui_app.core.trajectory.formats import native
+    from gui_app.training.dataset import find_trajectories
 
     src = Path(args.path)
     if src.is_dir() and not native.is_native(src) and formats.detect(src) is None:

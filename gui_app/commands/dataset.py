@@ -12,7 +12,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="dataset folder (manifest, counts, derived negatives)")
     p.add_argument("--holdout-tasks", default="default",
                    help="task types kept out of training: 'default' (the 11 held-out MiniWoB types of "
-                        "gui_app.core.dataset.HELDOUT_TASKS), 'none', or a comma-separated list")
+                        "gui_app.training.dataset.HELDOUT_TASKS), 'none', or a comma-separated list")
     p.add_argument("--seed", type=int, default=0, help="seed of the split hash and of the negatives")
     p.add_argument("--negatives", default="adversarial,truncation,swap",
                    help="derived negatives to add: any of adversarial,truncation,swap, or 'none'")
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import progress
-    from gui_app.core.dataset import HELDOUT_TASKS, DatasetError, build_dataset, format_counts
+    from gui_app.training.dataset import HELDOUT_TASKS, DatasetError, build_dataset, format_counts
 
     kinds = [] if args.negatives in ("", "none") else [k.strip() for k in args.negatives.split(",") if k.strip()]
     if args.holdout_tasks == "default":

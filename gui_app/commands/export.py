@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gui_app.commands.labels import add_store_arguments, open_catalog_from, open_store_from
 
-# gui_app.core.export.FORMATS, spelled out so that building the CLI parser does not import polars
+# gui_app.core.annotation.export.FORMATS, spelled out so that building the CLI parser does not import polars
 FORMATS = ("parquet", "jsonl", "csv", "hf", "sft", "whowhen")
 
 
@@ -36,9 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
-    from gui_app.core.catalog import CATALOG_DIR, CATALOG_NAME
-    from gui_app.core.export import ExportFilter, check_out, export, protected_files, stream_fd
-    from gui_app.core.store import default_path
+    from gui_app.core.library.catalog import CATALOG_DIR, CATALOG_NAME
+    from gui_app.core.annotation.export import ExportFilter, check_out, export, protected_files, stream_fd
+    from gui_app.core.store.interface import default_path
 
     # --out is checked before the store or the catalog is opened: a refused export leaves every file as it was
     # (opening a store, even read-only, adds its -wal and -shm files).

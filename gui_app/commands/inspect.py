@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from gui_app.commands.options import add_tasks_root, tasks_roots
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.trajectory.model import Trajectory
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,7 +40,8 @@ def describe(traj: Trajectory) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gui_app.core import formats, video
+    from gui_app.core.trajectory import formats
+    from gui_app.core.media import video
     from gui_app.core.errors import VideoError
     from gui_app.core.safety import printable
 

@@ -6,7 +6,8 @@ a whole store between SQLite and PostgreSQL.
 team's ``postgresql://USER@HOST:PORT/DB`` on every command that reads or writes labels.
 
 Labels are keyed by the library key (the trajectory's path within the library, see
-:mod:`gui_app.core.identity`). With the library's catalog (``ROOT/.rollscope/catalog.sqlite``, or ``--catalog``),
+:mod:`gui_app.core.trajectory.identity`). With the library's catalog (``ROOT/.rollscope/catalog.sqlite``, or
+``--catalog``),
 every command takes a trajectory as its key, its path or its own id where that id is unambiguous; an ambiguous
 id is an error naming the trajectories that share it. Labels stored before keys existed (by format ids) move to
 their keys when the command opens the store (a team's server store too: keys are paths within the library, the same
@@ -46,7 +47,8 @@ def open_store_at(location: str | None, root: str = ".", must_exist: bool = Fals
         StoreError: ``must_exist`` or ``read_only`` and there is no SQLite file there; or it cannot be opened
             (StoreUnavailable: its server cannot be reached).
     """
-    from gui_app.core.store import StoreError, default_path, is_url, open_store
+    from gui_app.core.store.interface import StoreError, default_path, is_url
+    from gui_app.core.store.backends import open_store
 
     if is_url(location):
         return open_store(location)  # a server's database: created tables and all on first use
@@ -63,9 +65,9 @@ def open_catalog_from(args: argparse.Namespace) -> Any:
     whose catalog was never brought to this schema), the command goes on without it and says so. One named by
     ``--catalog`` must open.
     """
-    from gui_app.core.catalog import Catalog
+    from gui_app.core.library.catalog import Catalog
     from gui_app.core.errors import CatalogError
-    from gui_app.core.library import library_catalog_path, readable_file
+    from gui_app.core.library.folder import library_catalog_path, readable_file
 
     if getattr(args, "catalog", None):
         return Catalog(args.catalog, library_root=args.root)
@@ -130,7 +132,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _taxonomy(args: argparse.Namespace) -> int:
-    from gui_app.core import taxonomy
+    from gui_app.core.annotation import taxonomy
 
     if args.taxonomy is None:
         found = {name: str(path) for name, path in taxonomy.bundled().items()}
@@ -147,7 +149,8 @@ def _taxonomy(args: argparse.Namespace) -> int:
 
 def _migrate(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
-    from gui_app.core.store import TABLES, copy_store
+    from gui_app.core.store.interface import TABLES
+    from gui_app.core.store.backends import copy_store
 
     source = open_store_at(args.source or args.store, args.root, must_exist=True)
     try:
@@ -178,14 +181,14 @@ def _print(obj: Any, as_json: bool, text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
-    from gui_app.core.store import StoreError
+    from gui_app.core.store.interface import StoreError
 
     cmd = args.labels_command
     if cmd == "taxonomy":
         return _taxonomy(args)
     if cmd == "migrate":
         return _migrate(args)
-    from gui_app.core.identity import migrate_store, resolve
+    from gui_app.core.trajectory.identity import migrate_store, resolve
 
     store = open_store_from(args, must_exist=cmd != "import", read_only=cmd in READ_ONLY)
     catalog = open_catalog_from(args)
@@ -199,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
             return resolve(ident, catalog)  # AmbiguousIdError: one line naming the candidates, exit 1
 
         if cmd == "import":
-            from gui_app.core.export import import_labels
+            from gui_app.core.annotation.export import import_labels
 
             with bar(None, "importing labels", args.json) as b:
                 res = import_labels(args.file, store, args.annotator, progress=b.update, catalog=catalog)

@@ -14,12 +14,13 @@ def add_tasks_root(p: argparse.ArgumentParser) -> None:
 
 
 def tasks_roots(args: argparse.Namespace) -> list[str] | None:
-    """The OSWorld task roots this command's loads are given (``tasks_roots=`` of :func:`gui_app.core.formats.load`
+    """The OSWorld task roots this command's loads are given (``tasks_roots=`` of
+    :func:`gui_app.core.trajectory.formats.load`
     and the functions over it): ``--tasks-root`` (absolute), then the user's (``$ROLLSCOPE_OSWORLD_TASKS_ROOT``).
     None when the option is not given: each load then takes the user's own."""
     roots = getattr(args, "tasks_root", None)
     if not roots:
         return None
-    from gui_app.core.formats.osworld import default_tasks_roots
+    from gui_app.core.trajectory.formats.osworld import default_tasks_roots
 
     return [os.path.abspath(r) for r in roots] + [str(p) for p in default_tasks_roots()]

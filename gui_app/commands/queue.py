@@ -23,7 +23,7 @@ from gui_app.core.safety import printable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from gui_app.core.queue import DEFAULT_ORDER, ORDERINGS
+    from gui_app.core.annotation.queue import DEFAULT_ORDER, ORDERINGS
 
     sub = p.add_subparsers(dest="queue_command", metavar="ACTION", required=True)
     b = sub.add_parser("build", help="order catalog rows for labelling and assign them to annotators")
@@ -50,14 +50,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gui_app.core.queue import MODELS, LabelQueue, model_gaps
+    from gui_app.core.annotation.queue import MODELS, LabelQueue, model_gaps
 
     # `next` writes: in an open queue it claims the item for the annotator.
     store = open_store_from(args, must_exist=args.queue_command != "build", read_only=args.queue_command == "status")
     try:
         if args.queue_command == "build":
-            from gui_app.core.catalog import Catalog
-            from gui_app.core.library import open_library_catalog
+            from gui_app.core.library.catalog import Catalog
+            from gui_app.core.library.folder import open_library_catalog
 
             # the library's catalog where `rollscope scan` and the app keep it (beside the settings when read-only)
             catalog = Catalog(args.catalog) if args.catalog else open_library_catalog(args.root)
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                     try:
                         pair, gaps = model_gaps(catalog, named)
                     except ValueError as exc:
-                        from gui_app.core.annotation import AnnotationError
+                        from gui_app.core.store.record import AnnotationError
 
                         raise AnnotationError("", "--models", str(exc), source=str(path)) from exc
                     if not args.json:
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
                 q = LabelQueue.build(store, args.name, [r for r in rows if r.error is None], annotators, args.k,
                                      order, args.limit, ood=ood, model_gaps=gaps)
             except ValueError as exc:
-                from gui_app.core.annotation import AnnotationError
+                from gui_app.core.store.record import AnnotationError
 
                 raise AnnotationError("", "queue", str(exc)) from exc
             prog = q.progress()

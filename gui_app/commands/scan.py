@@ -5,7 +5,8 @@ example paths; neither changes the exit status. Only a missing DIR or an unusabl
 status 1.
 
 The catalog is ``DIR/.rollscope/catalog.sqlite``, or, when DIR cannot be written, the one the app keeps for DIR beside
-the settings (:func:`gui_app.core.library.library_catalog_path`). A damaged catalog is set aside and rebuilt, with a
+the settings (:func:`gui_app.core.library.folder.library_catalog_path`). A damaged catalog is set aside and rebuilt,
+with a
 note saying so (its model scores are lost).
 """
 
@@ -32,9 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gui_app.commands.progress import bar
-    from gui_app.core.catalog import open_for_scan
+    from gui_app.core.library.catalog import open_for_scan
     from gui_app.core.errors import CatalogError
-    from gui_app.core.library import library_catalog_path
+    from gui_app.core.library.folder import library_catalog_path
     from gui_app.core.safety import printable, why_missing
 
     root = Path(args.dir)

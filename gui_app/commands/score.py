@@ -2,7 +2,8 @@
 model, here or on a Ray cluster.
 
 Each trajectory's line (or JSON object) is printed as soon as it is scored, with a progress bar on stderr. With
-``--ray`` the trajectories are fanned out to Ray workers that each load the model once (:mod:`gui_app.core.cluster`):
+``--ray`` the trajectories are fanned out to Ray workers that each load the model once
+(:mod:`gui_app.core.scoring.cluster`):
 without ADDRESS on a Ray instance started on this machine, with one (``auto``, ``HOST:PORT``, ``ray://HOST:10001``)
 on that cluster; the lines are the same, in the order they finish, and scores go to this machine's ``--catalog``.
 
@@ -22,7 +23,7 @@ from gui_app.commands.options import add_tasks_root, tasks_roots
 from gui_app.core.safety import printable
 
 if TYPE_CHECKING:
-    from gui_app.core.scoring import ScoreOutcome
+    from gui_app.core.scoring.batch import ScoreOutcome
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,7 +55,7 @@ def expand(paths: list[str]) -> list[str]:
     """
     from pathlib import Path
 
-    from gui_app.core.formats import detect, find_units, split_selector
+    from gui_app.core.trajectory.formats import detect, find_units, split_selector
 
     out: list[str] = []
     for raw in paths:
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         args.ray = "local"
     catalog = None
     if args.catalog:
-        from gui_app.core.catalog import Catalog
+        from gui_app.core.library.catalog import Catalog
         from gui_app.core.errors import RollscopeError
 
         catalog = Catalog(args.catalog)
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         root = library_root(args.root, args.paths)
         if args.ray is not None:
-            from gui_app.core.cluster import score_on_ray
+            from gui_app.core.scoring.cluster import score_on_ray
 
             factory = partial(RewardModel.load, args.model, backend=args.backend)
             stats = score_on_ray(paths, factory, address=args.ray, workers=args.workers, catalog=catalog,
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"note: {stats.retried} trajectories were sent again after {stats.replaced} Ray worker(s) "
                       "were lost", file=sys.stderr)
         else:
-            from gui_app.core.scoring import score_many
+            from gui_app.core.scoring.batch import score_many
 
             model = RewardModel.load(args.model, backend=args.backend)
             score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size, on_outcome=show,

@@ -126,9 +126,10 @@ def library_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     library holding the store (``ROOT/.rollscope/labels.sqlite``), else the current folder."""
     from pathlib import Path
 
-    from gui_app.core.catalog import CATALOG_DIR, Catalog
-    from gui_app.core.library import library_catalog_path
-    from gui_app.core.store import StoreError, default_path, open_store
+    from gui_app.core.library.catalog import CATALOG_DIR, Catalog
+    from gui_app.core.library.folder import library_catalog_path
+    from gui_app.core.store.interface import StoreError, default_path
+    from gui_app.core.store.backends import open_store
 
     if args.root is not None:
         root = Path(args.root)
@@ -147,8 +148,8 @@ def library_of(args: argparse.Namespace) -> tuple[Any, Any, Any]:
 
 def run_from_labels(args: argparse.Namespace) -> int:
     from gui_app.commands.model import activate, active_or
-    from gui_app.core.identity import migrate_store
-    from gui_app.core.teaching import labelled_runs
+    from gui_app.core.trajectory.identity import migrate_store
+    from gui_app.core.annotation.teaching import labelled_runs
     from models.finetune import FinetuneArgs, finetune, format_report
 
     store, catalog, root = library_of(args)

@@ -10,17 +10,18 @@ set (and tested) once:
 - :func:`open_regular` / :func:`read_bytes`: only regular files are opened (a FIFO blocks for ever, ``/dev/zero``
   never ends), and whole-file reads stop at :data:`MAX_TEXT_BYTES`.
 - :func:`bounded_count`: a count read from a file (steps, frames) is checked before anything is built from it.
-- :data:`MAX_IMAGE_PIXELS`: the largest image decoded, checked from its header (:mod:`gui_app.core.images`).
+- :data:`MAX_IMAGE_PIXELS`: the largest image decoded, checked from its header (:mod:`gui_app.core.media.images`).
 - :func:`confine` / :func:`load_scope`: media named by a trajectory are opened only inside its folder or the
   library's root, symlinks resolved.
 
 What a load may read beyond the unit it was given (its media roots, OSWorld's task roots) reaches the importers
-through one door, :func:`load_scope`, opened by :func:`gui_app.core.formats.load_unit` from its own arguments: the
+through one door, :func:`load_scope`, opened by :func:`gui_app.core.trajectory.formats.load_unit` from its own
+arguments: the
 importers' interface (``load_all(path, align)``) carries neither, and only :func:`confine` and the OSWorld importer
 read them (:func:`scope`). It is the only configuration a context variable carries; everything else travels as
 arguments or in the settings object, and nothing writes the process environment (``tests/test_configuration.py``).
 The other context variables here are per-load notes and caches, not configuration.
-- Media probes have a time limit (:data:`PROBE_TIMEOUT_S`, applied by :mod:`gui_app.core.video`).
+- Media probes have a time limit (:data:`PROBE_TIMEOUT_S`, applied by :mod:`gui_app.core.media.video`).
 """
 
 from __future__ import annotations
@@ -243,7 +244,8 @@ class LoadScope:
             any :func:`load_scope` block) means the caller is Rollscope itself reading files it wrote (the recorder,
             the dataset builder, training), which may reference media anywhere.
         tasks_roots: the folders OSWorld task configs are looked for in (``--tasks-root``), exactly these; None:
-            the user's default, ``$ROLLSCOPE_OSWORLD_TASKS_ROOT`` (:func:`gui_app.core.formats.osworld.tasks_roots`).
+            the user's default, ``$ROLLSCOPE_OSWORLD_TASKS_ROOT``
+            (:func:`gui_app.core.trajectory.formats.osworld.tasks_roots`).
     """
 
     media: tuple[Path, ...] | None = None
@@ -266,7 +268,7 @@ def load_scope(media: Sequence[str | Path | None],
     entries are skipped), and OSWorld task configs are looked for in ``tasks_roots`` (None: the user's default).
 
     The one door through which configuration reaches the importers (see the module's docstring): opened by
-    :func:`gui_app.core.formats.load_unit` only, from its arguments.
+    :func:`gui_app.core.trajectory.formats.load_unit` only, from its arguments.
     """
     real = tuple(Path(os.path.realpath(r)) for r in media if r is not None)
     tasks = None if tasks_roots is None else tuple(Path(r).expanduser() for r in tasks_roots)

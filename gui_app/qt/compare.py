@@ -20,9 +20,9 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QSizePolicy, QSplitter, QToolButton, QVBoxLayout, QWidget)
 
-from gui_app.core.catalog import CatalogRow
+from gui_app.core.library.catalog import CatalogRow
 from gui_app.core.errors import RollscopeError
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.trajectory.model import Trajectory
 from gui_app.qt.controllers import TrajectoryLoader
 from gui_app.qt.notify import Notifier
 from gui_app.qt.session import Session

@@ -4,12 +4,13 @@ The main window only builds and connects; the logic of *what* runs in the backgr
 result lives here, in three small QObjects that read and set the :class:`~gui_app.qt.session.Session` (the one
 answer to what is open), never state of their own about it:
 
-* :class:`LibraryScanner` opens a folder's library (:func:`gui_app.core.library.open_library`) in a worker, makes it
+* :class:`LibraryScanner` opens a folder's library (:func:`gui_app.core.library.folder.open_library`) in a worker,
+makes it
   the session's and scans it in a worker; a library let go of is closed once the work using it has ended.
 * :class:`TrajectoryLoader` loads a trajectory and opens its frames in a worker, sets them on the session with the
   stored score, and prefetches the next item of the library (``j``/``k`` then open at once).
 * :class:`ScoreController` scores the session's trajectory or the whole library in a worker, through the same core
-  function as ``rollscope score`` (:func:`gui_app.core.scoring.score_many`), storing the scores in the catalog.
+  function as ``rollscope score`` (:func:`gui_app.core.scoring.batch.score_many`), storing the scores in the catalog.
 
 The ``*_task`` functions are what the workers run: plain data in, plain data out, no Qt.
 """
@@ -25,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core import memory
-from gui_app.core.catalog import Catalog, ScanReport
+from gui_app.core.library.catalog import Catalog, ScanReport
 from gui_app.core.errors import RollscopeError, VideoError
-from gui_app.core.library import Library, migrate_labels, open_library
-from gui_app.core.score import Score
-from gui_app.core.scoring import ScoreOutcome, score_many
-from gui_app.core.store import AnnotationStore
-from gui_app.core.trajectory import Trajectory
-from gui_app.core.video import FrameSource
+from gui_app.core.library.folder import Library, migrate_labels, open_library
+from gui_app.core.scoring.score import Score
+from gui_app.core.scoring.batch import ScoreOutcome, score_many
+from gui_app.core.store.interface import AnnotationStore
+from gui_app.core.trajectory.model import Trajectory
+from gui_app.core.media.video import FrameSource
 from gui_app.qt.notify import Notifier
 from gui_app.qt.session import Session
 from gui_app.qt.workers import Job, JobQueue, Progress, Reporter, Runner
@@ -84,9 +85,9 @@ def load_task(key: str, rep: Reporter, source_options: dict[str, Any] | None = N
     on to another trajectory (or closing the app) frees the worker. Media are read inside ``library_root``. Each
     stage is reported as the job's progress text (reading the log, aligning, indexing the video): the viewer shows
     it while the user waits."""
-    from gui_app.core import formats
-    from gui_app.core.align import STORED_METHODS
-    from gui_app.core.video import open_for
+    from gui_app.core.trajectory import formats
+    from gui_app.core.trajectory.align import STORED_METHODS
+    from gui_app.core.media.video import open_for
 
     def stage(text: str) -> None:
         if not rep.cancelled():  # a call left behind on cancel says nothing more

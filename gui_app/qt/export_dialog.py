@@ -2,7 +2,8 @@
 
 :class:`ExportDialog` asks for an :class:`ExportRequest` (format, output path, the same filters as the command line:
 annotator, adjudicated only, taxonomy label, human verdict, split by task). :func:`export_task` is what the worker
-runs: the core's :func:`gui_app.core.export.export` over the open library's store, joined with its catalog, with
+runs: the core's :func:`gui_app.core.annotation.export.export` over the open library's store, joined with its catalog,
+with
 the store's record count as the progress total. :class:`ExportController` submits it through the runner and reports
 what was written, or why nothing was (an output path that is the label store, a device or a file that is not an
 export is refused by the core, and the refusal is shown like any other error).
@@ -17,10 +18,10 @@ from PySide6.QtCore import QObject, QStandardPaths, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
                                QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
 
-from gui_app.core.catalog import Catalog
+from gui_app.core.library.catalog import Catalog
 from gui_app.core.errors import RollscopeError
-from gui_app.core.export import FORMATS, ExportFilter, ExportResult, export
-from gui_app.core.store import AnnotationStore
+from gui_app.core.annotation.export import FORMATS, ExportFilter, ExportResult, export
+from gui_app.core.store.interface import AnnotationStore
 from gui_app.qt.notify import Notifier
 from gui_app.qt.session import Session
 from gui_app.qt.workers import Job, Reporter, Runner
@@ -185,7 +186,7 @@ class ExportController(QObject):
     ``labels.parquet`` in the checkout).
 
     Signals:
-        exported(object): the :class:`~gui_app.core.export.ExportResult` of an export that finished.
+        exported(object): the :class:`~gui_app.core.annotation.export.ExportResult` of an export that finished.
         folder_used(str): an export was written into this folder (the next one starts there).
     """
 

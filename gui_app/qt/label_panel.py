@@ -51,10 +51,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui_app.core import taxonomy as taxonomy_mod
-from gui_app.core.annotation import VERDICTS, Annotation
-from gui_app.core.taxonomy import Taxonomy
-from gui_app.core.trajectory import Trajectory, step_text
+from gui_app.core.annotation import taxonomy as taxonomy_mod
+from gui_app.core.store.record import VERDICTS, Annotation
+from gui_app.core.annotation.taxonomy import Taxonomy
+from gui_app.core.trajectory.model import Trajectory, step_text
 from gui_app.qt.keyboard import claims, key_name
 from gui_app.qt.labelling import Labelling
 

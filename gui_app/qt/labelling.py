@@ -48,13 +48,13 @@ from typing import Any, Literal
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from gui_app.core import taxonomy as taxonomy_mod
-from gui_app.core.annotation import VERDICTS, Annotation, Cascade
+from gui_app.core.annotation import taxonomy as taxonomy_mod
+from gui_app.core.store.record import VERDICTS, Annotation, Cascade
 from gui_app.core.errors import RollscopeError
-from gui_app.core.library import Library
-from gui_app.core.store import AnnotationStore, StoreUnavailable
-from gui_app.core.taxonomy import Taxonomy
-from gui_app.core.trajectory import Trajectory, step_text
+from gui_app.core.library.folder import Library
+from gui_app.core.store.interface import AnnotationStore, StoreUnavailable
+from gui_app.core.annotation.taxonomy import Taxonomy
+from gui_app.core.trajectory.model import Trajectory, step_text
 from gui_app.qt.session import Session
 from gui_app.qt.workers import JobQueue
 

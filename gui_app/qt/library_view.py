@@ -12,15 +12,15 @@ error), the table, and a count. Selecting a row emits :attr:`LibraryView.traject
 ``j``/``k`` move through the current (sorted, filtered) order with :meth:`LibraryView.select_relative`.
 
 The label status column reads the annotation store through one narrow function ``label_status(rows) -> {key:
-status}`` (:func:`gui_app.core.library.store_label_status` builds it from an annotation store: one store read per
+status}`` (:func:`gui_app.core.library.folder.store_label_status` builds it from an annotation store: one store read per
 page, never one per row); without one the column stays blank. Sorting by that column orders by labelling progress
-(:func:`gui_app.core.library.label_order`): the catalog cannot sort by what only the store knows, so the whole
+(:func:`gui_app.core.library.folder.label_order`): the catalog cannot sort by what only the store knows, so the whole
 filtered result is read from the catalog's cached rows, its statuses read from the store once, and the model pages
 through that ordered list.
 
 Search finds the instruction, task and id, the outcome and the model's verdict in words (the catalog's), and what the
 rows' labels say (verdict, labels, notes...): a ``label_search(text) -> {word: keys}`` function
-(:func:`gui_app.core.library.store_label_search`) asks the store once per search, in the worker, and the catalog
+(:func:`gui_app.core.library.folder.store_label_search`) asks the store once per search, in the worker, and the catalog
 takes its answer as the ``label_refs`` filter, which :attr:`LibraryModel.filters` carries on (a queue or a scoring
 run of "the rows shown" holds the same rows).
 """
@@ -37,11 +37,11 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView,
                                QVBoxLayout, QWidget)
 
-from gui_app.core.catalog import Catalog, CatalogRow
+from gui_app.core.library.catalog import Catalog, CatalogRow
 from gui_app.core.errors import RollscopeError
-from gui_app.core.library import (LabelSearchFn, LabelStatusFn, Library, label_ordered, store_label_search,
-                                  store_label_status)
-from gui_app.core.queue import model_verdict
+from gui_app.core.library.folder import (
+    LabelSearchFn, LabelStatusFn, Library, label_ordered, store_label_search, store_label_status)
+from gui_app.core.annotation.queue import model_verdict
 from gui_app.qt.session import Session
 from gui_app.qt.workers import Runner
 

@@ -26,11 +26,11 @@ from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QSh
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QVBoxLayout,
                                QWidget)
 
-from gui_app.core.catalog import ScanReport
-from gui_app.core.prefetch import SOURCE_OPTIONS
+from gui_app.core.library.catalog import ScanReport
+from gui_app.core.media.prefetch import SOURCE_OPTIONS
 from gui_app.core.settings import Settings, SettingsStore
-from gui_app.core.store_postgresql import redact
-from gui_app.core.video import FrameSource
+from gui_app.core.store.postgresql import redact
+from gui_app.core.media.video import FrameSource
 from gui_app.qt import actions as action_table
 from gui_app.qt import layout
 from gui_app.qt.compare import CompareController, ComparePane, ViewerArea
@@ -274,7 +274,7 @@ class MainWindow(QMainWindow):
 
     def open_path(self, path: str | Path) -> Job | None:
         """Open a folder of trajectories, or one trajectory (the library then holds just that one)."""
-        from gui_app.core.formats import split_selector
+        from gui_app.core.trajectory.formats import split_selector
 
         base, _ = split_selector(path)
         if not base.exists():

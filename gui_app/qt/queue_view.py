@@ -1,6 +1,7 @@
 """Labelling queues in the app: pick or build a queue, go through it from the keyboard.
 
-:class:`QueueController` is the model: the annotation store's queues (:class:`gui_app.core.queue.LabelQueue`, the
+:class:`QueueController` is the model: the annotation store's queues
+(:class:`gui_app.core.annotation.queue.LabelQueue`, the
 same ones ``rollscope queue`` builds), the one being worked through, the annotator's items in it and which of them
 are labelled. It builds a queue of what the library shows in a worker (failures first, model/outcome disagreement,
 model uncertainty, teach the model, and where the two models that scored the library last disagree), and asks for
@@ -22,11 +23,11 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
                                QSizePolicy, QVBoxLayout, QWidget)
 
-from gui_app.core.catalog import Catalog
+from gui_app.core.library.catalog import Catalog
 from gui_app.core.errors import RollscopeError
-from gui_app.core.queue import MODELS, LabelQueue, QueueItem, model_gaps
-from gui_app.core.store import AnnotationStore
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.annotation.queue import MODELS, LabelQueue, QueueItem, model_gaps
+from gui_app.core.store.interface import AnnotationStore
+from gui_app.core.trajectory.model import Trajectory
 from gui_app.qt.library_view import LibraryModel
 from gui_app.qt.notify import Notifier
 from gui_app.qt.session import Session

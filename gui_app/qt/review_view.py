@@ -1,7 +1,8 @@
 """Review and adjudication: every annotator's labels for one trajectory side by side, the final label, a human
 override of the automatic outcome, and inter-annotator agreement over the whole store.
 
-All data comes from :meth:`AnnotationStore.review` and :func:`gui_app.core.agreement.report`; the view only shows
+All data comes from :meth:`AnnotationStore.review` and :func:`gui_app.core.annotation.agreement.report`; the view only
+shows
 it and sends the adjudicator's choices back through the store.
 """
 
@@ -31,12 +32,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui_app.core import agreement
-from gui_app.core.annotation import VERDICTS, Annotation, Review, ScoreOverride
+from gui_app.core.annotation import agreement
+from gui_app.core.store.record import VERDICTS, Annotation, Review, ScoreOverride
 from gui_app.core.errors import RollscopeError
-from gui_app.core.store import AnnotationStore
-from gui_app.core.taxonomy import Taxonomy
-from gui_app.core.trajectory import Trajectory, step_text
+from gui_app.core.store.interface import AnnotationStore
+from gui_app.core.annotation.taxonomy import Taxonomy
+from gui_app.core.trajectory.model import Trajectory, step_text
 from gui_app.qt.session import Session
 from gui_app.qt.workers import JobQueue, Reporter, Runner
 
@@ -95,7 +96,7 @@ class ReviewView(QWidget):
     Signals:
         final_changed(str): the final label of a trajectory was stored.
         agreement_ready(dict): an agreement report was computed and shown.
-        override_recorded(object): a :class:`~gui_app.core.annotation.ScoreOverride` was stored.
+        override_recorded(object): a :class:`~gui_app.core.store.record.ScoreOverride` was stored.
         error(str): a store operation failed (the text is also shown in the view).
     """
 

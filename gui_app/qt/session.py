@@ -4,7 +4,8 @@ It holds the open library (catalog + annotation store), the open trajectory (its
 its reward-model score) and the playhead (step, frame, playback, overlay). Views subscribe to its signals and change
 state only through its setters (napari's ``Dims`` / ``QtDims`` split); no window copies state from one holder to
 another. Setters are idempotent: setting the current value emits nothing, so two views synced both ways never loop.
-Every view maps steps to frames through the session's :class:`~gui_app.core.timeline.Timeline` (the core's one
+Every view maps steps to frames through the session's :class:`~gui_app.core.trajectory.timeline.Timeline` (the core's
+one
 step <-> frame mapping, which the reward model uses too), so they all agree.
 """
 
@@ -14,11 +15,11 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from gui_app.core.library import Library
-from gui_app.core.score import Score
-from gui_app.core.timeline import Timeline
-from gui_app.core.trajectory import Trajectory
-from gui_app.core.video import FrameSource
+from gui_app.core.library.folder import Library
+from gui_app.core.scoring.score import Score
+from gui_app.core.trajectory.timeline import Timeline
+from gui_app.core.trajectory.model import Trajectory
+from gui_app.core.media.video import FrameSource
 
 SPEEDS = (0.25, 0.5, 1.0, 1.5, 2.0, 4.0)
 
@@ -27,8 +28,8 @@ class Session(QObject):
     """The open library, the open trajectory with its frames and score, and the playhead.
 
     Attributes:
-        library: the open library (:class:`gui_app.core.library.Library`: catalog + store) or None.
-        key: the catalog key of the open trajectory (what :func:`gui_app.core.formats.load` accepts) or None.
+        library: the open library (:class:`gui_app.core.library.folder.Library`: catalog + store) or None.
+        key: the catalog key of the open trajectory (what :func:`gui_app.core.trajectory.formats.load` accepts) or None.
         trajectory: the open trajectory or None.
         source: its frames or None (text-only trajectories).
         timeline: where its steps lie in ``source``.
@@ -36,7 +37,7 @@ class Session(QObject):
         frame: current frame index (-1 when there is no frame source).
         playing: playback on/off.
         speed: playback speed factor, one of :data:`SPEEDS`.
-        scores: the reward model's score of the trajectory (:class:`gui_app.core.score.Score`) or None.
+        scores: the reward model's score of the trajectory (:class:`gui_app.core.scoring.score.Score`) or None.
         overlay: whether the pruning mask overlay is shown.
         error: why the trajectory asked for last could not be opened (None: it opened). Nothing is open then:
             the viewer shows the error, the label panel labels nothing.

@@ -13,8 +13,8 @@ from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
-from gui_app.core.score import Score
-from gui_app.core.trajectory import LOW_ALIGN_CONFIDENCE, Step, Trajectory, step_number
+from gui_app.core.scoring.score import Score
+from gui_app.core.trajectory.model import LOW_ALIGN_CONFIDENCE, Step, Trajectory, step_number
 from gui_app.qt.session import Session
 
 COLUMNS = ("label", "#", "time", "type", "action", "p(dev)", "thought")

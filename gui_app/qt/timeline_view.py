@@ -31,8 +31,8 @@ from pyqtgraph.GraphicsScene.mouseEvents import MouseClickEvent
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QVBoxLayout, QWidget
 
-from gui_app.core.score import Score
-from gui_app.core.trajectory import Trajectory, step_number, step_text
+from gui_app.core.scoring.score import Score
+from gui_app.core.trajectory.model import Trajectory, step_number, step_text
 from gui_app.qt.session import Session
 
 Y_RANGE = (-0.02, 1.12)

@@ -18,8 +18,8 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStyle, QToolButton, QWidget
 
-from gui_app.core.score import Score
-from gui_app.core.trajectory import Trajectory, step_number, step_text
+from gui_app.core.scoring.score import Score
+from gui_app.core.trajectory.model import Trajectory, step_number, step_text
 from gui_app.qt.session import SPEEDS, Session
 from gui_app.qt.step_table import format_time
 

@@ -4,13 +4,14 @@ It observes a :class:`~gui_app.qt.session.Session` and never blocks the GUI thre
 source has cached is shown at once; otherwise the source's prefetch thread is asked for it, a short timer polls
 ``source.cached(i)``, and the previous frame stays on screen meanwhile. What is kept and decoded ahead (the step
 starts pinned when a trajectory opens, the frames ahead of the playhead) is the core's frame-cache policy,
-:class:`gui_app.core.prefetch.FramePlan`; this view runs its timers and paints.
+:class:`gui_app.core.media.prefetch.FramePlan`; this view runs its timers and paints.
 
 Painting is one ``drawPixmap`` through a frame -> widget transform (zoom and pan), the mask overlay as a tiny
 token-grid image scaled with nearest-neighbour sampling, and the action marker in widget pixels.
 
 The pruning mask belongs to one frame: the reward model sees the frame on screen at each step's *end* (the core's
-:meth:`~gui_app.core.timeline.Timeline.end_frames`), so the overlay draws a mask only over the frame it was computed
+:meth:`~gui_app.core.trajectory.timeline.Timeline.end_frames`), so the overlay draws a mask only over the frame it was
+computed
 on, and otherwise says which frame has one. While a run is being opened the view says so at once, with a spinner
 and what the load is doing (the session's ``loading``: reading the log, aligning, indexing the video); the previous
 run is gone from the screen the moment another is asked for. A run that could not be opened shows its error here
@@ -45,9 +46,9 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QWidget
 
-from gui_app.core.prefetch import PIN_BYTES, FramePlan
-from gui_app.core.score import Score
-from gui_app.core.trajectory import Step, Trajectory, step_text
+from gui_app.core.media.prefetch import PIN_BYTES, FramePlan
+from gui_app.core.scoring.score import Score
+from gui_app.core.trajectory.model import Step, Trajectory, step_text
 from gui_app.qt.frame_image import to_qimage
 from gui_app.qt.session import Session
 

@@ -39,12 +39,14 @@ from typing import Any
 
 import numpy as np
 
+from gui_app.core.atomic import publish_folder
 from gui_app.core.errors import RollscopeError
-from gui_app.core.pointer import cursor_sprite
 from gui_app.recorders import registry
 from gui_app.recorders.agents import El
+from gui_app.recorders.driver import WORKER, close_worker, run_jobs, write_summary
 from gui_app.recorders.page import EpisodeOver
 from gui_app.recorders.styles import POINTER_ROLE_JS, Style, apply_style, sample_style
+from gui_app.training.pointer import cursor_sprite
 
 log = logging.getLogger(__name__)
 
@@ -349,13 +351,13 @@ class MiniWoBRecorder:
 
     def _draw_pointer(self, frame: np.ndarray) -> None:
         """The pointer at the agent's position, as the page asks for it (arrow, hand over links, I-beam on text)."""
-        from gui_app.core.cursors import cursor_image, draw_image
+        from gui_app.training.cursors import cursor_image, draw_image
 
         st = self.style
         x, y = self.pointer
         px, py = x * st.dsf, y * st.dsf
         if st.pointer == "builtin":
-            from gui_app.core.pointer import draw_cursor
+            from gui_app.training.pointer import draw_cursor
 
             scale = max(1, round(st.pointer_size * st.dsf / len(cursor_sprite(1)[0])))
             draw_cursor(frame, px, py, scale)
@@ -655,46 +657,47 @@ def write_episode(out_dir: Path, task: str, seed: int, instruction: str, frames:
     """
     import cv2
 
-    from gui_app.core import native
-    from gui_app.core.trajectory import Outcome, Step, Trajectory, VideoRef
-    from gui_app.core.video import write_video
+    from gui_app.core.media.video import write_video
+    from gui_app.core.trajectory.formats import native
+    from gui_app.core.trajectory.model import Outcome, Step, Trajectory, VideoRef
 
     out_dir = Path(out_dir).resolve()  # media paths must be absolute to be stored relative to the trajectory
-    tmp = out_dir.parent / f".{out_dir.name}.tmp{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    (tmp / "frames").mkdir(parents=True)
-    names = ["initial.png"] + [f"step_{k:03d}.png" for k in range(len(steps))]
-    for name, frame in zip(names, frames, strict=True):
-        cv2.imwrite(str(tmp / "frames" / name), frame[:, :, ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 6])
-    if cleans is not None:
-        (tmp / "frames" / "clean").mkdir()
-        for name, frame in zip(names, cleans, strict=True):
-            cv2.imwrite(str(tmp / "frames" / "clean" / name), frame[:, :, ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 6])
-        for st in steps:
-            st.setdefault("extra", {})["screenshot_clean"] = f"frames/clean/step_{st['index']:03d}.png"
-        metadata = {**metadata, "initial_clean": "frames/clean/initial.png"}
-    h, w = frames[0].shape[:2]
-    write_video(tmp / "video.mp4", frames, fps=1)
-    traj = Trajectory(
-        id=traj_id or f"miniwob-{task}-s{seed}",
-        instruction=instruction,
-        source_format="native",
-        steps=[Step(**{**st, "screenshot": str(tmp / st["screenshot"])}) for st in steps],
-        outcome=Outcome(success=success, score=raw, source="env"),
-        video=VideoRef(str(tmp / "video.mp4"), fps=1.0, frames=len(frames), width=w, height=h),
-        app="miniwob", os="linux", agent=agent, metadata=metadata,
-    )
-    native.save(traj, tmp)
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    metadata = dict(metadata)
+
+    def write(tmp: Path) -> None:
+        nonlocal metadata
+        (tmp / "frames").mkdir(parents=True)
+        names = ["initial.png"] + [f"step_{k:03d}.png" for k in range(len(steps))]
+        for name, frame in zip(names, frames, strict=True):
+            cv2.imwrite(str(tmp / "frames" / name), frame[:, :, ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 6])
+        if cleans is not None:
+            (tmp / "frames" / "clean").mkdir()
+            for name, frame in zip(names, cleans, strict=True):
+                cv2.imwrite(str(tmp / "frames" / "clean" / name), frame[:, :, ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 6])
+            for st in steps:
+                st.setdefault("extra", {})["screenshot_clean"] = f"frames/clean/step_{st['index']:03d}.png"
+            metadata = {**metadata, "initial_clean": "frames/clean/initial.png"}
+        h, w = frames[0].shape[:2]
+        write_video(tmp / "video.mp4", frames, fps=1)
+        traj = Trajectory(
+            id=traj_id or f"miniwob-{task}-s{seed}",
+            instruction=instruction,
+            source_format="native",
+            steps=[Step(**{**st, "screenshot": str(tmp / st["screenshot"])}) for st in steps],
+            outcome=Outcome(success=success, score=raw, source="env"),
+            video=VideoRef(str(tmp / "video.mp4"), fps=1.0, frames=len(frames), width=w, height=h),
+            app="miniwob", os="linux", agent=agent, metadata=metadata,
+        )
+        native.save(traj, tmp)
+
+    publish_folder(out_dir, write, ours=lambda _rel: True)
     return out_dir
 
 
 def is_recorded(path: str | Path) -> bool:
     """True when ``path`` holds a valid native trajectory (what resumable collection skips)."""
-    from gui_app.core import native
+    from gui_app.core.trajectory.formats import native
 
     p = Path(path)
     if not (p / native.FILENAME).is_file():
@@ -795,24 +798,17 @@ class CollectReport:
 
 
 # One recorder per worker process, kept across chunks of the same task (a browser start costs ~1 s).
-_WORKER: dict[str, Any] = {}
 
 
 def _worker_recorder(task: str, scale: int) -> MiniWoBRecorder:
-    rec = _WORKER.get("rec")
+    rec = WORKER.get("rec")
     if rec is not None and (rec.task != task or rec.scale != scale):
         rec.close()
         rec = None
     if rec is None:
         rec = MiniWoBRecorder(task, scale).start()
-        _WORKER["rec"] = rec
+        WORKER["rec"] = rec
     return rec
-
-
-def _close_worker() -> None:
-    rec = _WORKER.pop("rec", None)
-    if rec is not None:
-        rec.close()
 
 
 @dataclass(frozen=True)
@@ -845,7 +841,8 @@ def run_chunk(task: str, items: list[tuple[int, int]], out: str, fail_rate: floa
             r = rec.record(seed, episode, target, mistake=plan.mistake, rng=plan.rng, style=plan.style,
                            agent=plan.agent, keep_clean=opts.layout != "native")
             if opts.layout != "native":
-                from gui_app.core import convert, native
+                from gui_app.core.trajectory.formats import native
+                from gui_app.training import convert
 
                 convert.to_osworld(native.load(target), osworld_root(out))
             if tmp_native:
@@ -857,18 +854,11 @@ def run_chunk(task: str, items: list[tuple[int, int]], out: str, fail_rate: floa
             raise  # a label that disagrees with the environment is a bug: stop the collection
         except Exception as exc:  # browser hiccups, an element the agent did not find: log, restart, go on
             log.warning("%s seed %s (agent %s) failed: %s", task, seed, plan.agent, exc)
-            _close_worker()
+            close_worker()
             results.append(EpisodeResult(task, seed, episode, str(path), False, 0.0, 0, plan.mistake, None, 0.0,
                                          error=f"{type(exc).__name__}: {str(exc)[:300]}", agent=plan.agent,
                                          style_family=plan.style.family))
     return results
-
-
-def _init_worker() -> None:
-    from multiprocessing.util import Finalize
-
-    # Quit this worker's browser when the pool closes (atexit does not run in pool workers).
-    Finalize(None, _close_worker, exitpriority=10)
 
 
 def _run_chunk_star(args: tuple[str, list[tuple[int, int]], str, float, int, CollectOptions]) -> list[EpisodeResult]:
@@ -880,7 +870,7 @@ def _already_done(out: Path, task: str, seed: int, opts: CollectOptions) -> Path
     plan_agent = plan_episode(task, seed, 0.0, opts.agent, "plain").agent
     path = episode_dir(out, task, seed, plan_agent)
     if opts.layout == "osworld":
-        from gui_app.core import convert
+        from gui_app.training import convert
 
         d = convert.osworld_dir(osworld_root(out), episode_id(task, seed, plan_agent),
                                 registry.AGENT_NAMES[plan_agent])
@@ -888,7 +878,7 @@ def _already_done(out: Path, task: str, seed: int, opts: CollectOptions) -> Path
     if not is_recorded(path):
         return None
     if opts.layout == "both":
-        from gui_app.core import convert
+        from gui_app.training import convert
 
         d = convert.osworld_dir(osworld_root(out), episode_id(task, seed, plan_agent),
                                 registry.AGENT_NAMES[plan_agent])
@@ -915,7 +905,6 @@ def collect(tasks: list[str], episodes: int, out: str | Path, seed: int = 0, fai
     Raises:
         CollectError: an unknown task, agent, style set or layout, or a label that disagrees with the environment.
     """
-    import multiprocessing as mp
 
     from gui_app.recorders.styles import STYLE_SETS
 
@@ -967,25 +956,9 @@ def collect(tasks: list[str], episodes: int, out: str | Path, seed: int = 0, fai
                 on_progress(r)
 
     try:
-        if workers <= 1:
-            for job in jobs:
-                _take(run_chunk(*job))
-        else:
-            pool = mp.get_context("spawn").Pool(workers, initializer=_init_worker)
-            try:
-                for results in pool.imap_unordered(_run_chunk_star, jobs):
-                    _take(results)
-                pool.close()  # lets the workers run their finalizers, which quit their browsers
-                pool.join()
-            except BaseException:
-                pool.terminate()
-                raise
+        run_jobs(jobs, _run_chunk_star, _take, workers)
     finally:
-        _close_worker()
         report.seconds = time.time() - t0
-        summary = out / "collect_summary.json"
-        tmp = summary.with_suffix(".tmp")
-        tmp.write_text(json.dumps({**report.to_dict(), "agent": agent, "styles": styles, "layout": layout,
-                                   "fail_rate": fail_rate, "seed": seed}, indent=1))
-        os.replace(tmp, summary)
+        write_summary(out, {**report.to_dict(), "agent": agent, "styles": styles, "layout": layout,
+                            "fail_rate": fail_rate, "seed": seed})
     return report

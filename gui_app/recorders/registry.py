@@ -2,7 +2,7 @@
 
 Agent A (``scripted-v1``, :mod:`gui_app.recorders.agents`) and agent B (``scripted-v2``,
 :mod:`gui_app.recorders.agent_b`) are written independently; both play every task of :data:`ALL_TASKS`. The
-held-out task types (:data:`gui_app.core.dataset.HELDOUT_TASKS`) are recordable for evaluation, and
+held-out task types (:data:`gui_app.training.dataset.HELDOUT_TASKS`) are recordable for evaluation, and
 ``rollscope dataset build`` keeps them out of training by default.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from gui_app.core.dataset import HELDOUT_TASKS
+from gui_app.training.dataset import HELDOUT_TASKS
 from gui_app.recorders import agent_b, agents
 
 HELDOUT_TASKS = HELDOUT_TASKS  # re-exported: the recorders name it from here too

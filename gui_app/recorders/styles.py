@@ -140,7 +140,7 @@ def installed_fonts() -> frozenset[str]:
 
 def available(family: str) -> dict[str, tuple]:
     """The family's pointer themes and fonts that are installed here."""
-    from gui_app.core.cursors import installed_themes
+    from gui_app.training.cursors import installed_themes
 
     fam = FAMILIES[family]
     fonts = installed_fonts()

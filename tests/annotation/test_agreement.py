@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gui_app.core import agreement as ag
-from gui_app.core.annotation import Annotation
-from gui_app.core.store import open_store
+from gui_app.core.annotation import agreement as ag
+from gui_app.core.store.record import Annotation
+from gui_app.core.store.backends import open_store
 
 N = None
 

@@ -9,8 +9,8 @@ import json
 import polars as pl
 import pytest
 
-from gui_app.core.annotation import Annotation
-from gui_app.core.store import open_store
+from gui_app.core.store.record import Annotation
+from gui_app.core.store.backends import open_store
 
 MINE = {"labels": "gui_app.commands.labels", "queue": "gui_app.commands.queue",
         "agreement": "gui_app.commands.agreement", "export": "gui_app.commands.export"}
@@ -49,7 +49,7 @@ def test_cli_parsers_stay_light_and_agree_with_the_core():
     import sys
 
     from gui_app.commands import export as export_cmd
-    from gui_app.core import export as export_core
+    from gui_app.core.annotation import export as export_core
 
     assert export_cmd.FORMATS == export_core.FORMATS
     code = ("import sys, argparse, importlib\n"
@@ -103,16 +103,16 @@ def test_labels_override_adjudicate_audit(lib, capsys):
 
 
 def test_missing_store_is_a_domain_error(tmp_path):
-    from gui_app.core.store import StoreError
+    from gui_app.core.store.interface import StoreError
 
     with pytest.raises(StoreError, match="no annotation store"):
         cli(["agreement", "--root", str(tmp_path)])
 
 
 def test_queue_build_from_a_real_catalog(tmp_path, capsys):
-    from gui_app.core.catalog import Catalog
-    from gui_app.core.native import save
-    from gui_app.core.trajectory import Outcome, Step, Trajectory
+    from gui_app.core.library.catalog import Catalog
+    from gui_app.core.trajectory.formats.native import save
+    from gui_app.core.trajectory.model import Outcome, Step, Trajectory
 
     lib = tmp_path / "lib"
     for i in range(4):
@@ -138,7 +138,7 @@ def test_taxonomy_listing_and_checking(tmp_path, capsys):
     assert "[11] mast:1.1  Disobey task specification" in capsys.readouterr().out
     bad = tmp_path / "t.yaml"
     bad.write_text("name: t\nversion: '1'\nlabels:\n  - {code: a}\n")
-    from gui_app.core.taxonomy import TaxonomyError
+    from gui_app.core.annotation.taxonomy import TaxonomyError
 
     with pytest.raises(TaxonomyError, match=r"t.yaml:4: field 'labels\[0\].name'"):
         cli(["labels", "taxonomy", str(bad)])
@@ -175,7 +175,7 @@ def test_labels_migrate_to_postgresql_and_back_keeps_every_record(lib, tmp_path,
     for s in (a, b, pg):
         s.close()
     # a target that already holds labels is refused, and nothing is copied into it
-    from gui_app.core.store import StoreError
+    from gui_app.core.store.interface import StoreError
 
     with pytest.raises(StoreError, match="not empty"):
         cli(["labels", "migrate", "--root", root, "--to", pg_url])
@@ -186,7 +186,7 @@ def test_labels_migrate_to_postgresql_and_back_keeps_every_record(lib, tmp_path,
     assert cli(["export", "--store", pg_url, "--out", str(out), "--annotator", "a", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 5 and pl.read_parquet(out).height == 5  # with t9
     # a command that only reads, with a catalog to name trajectories by: the server store is read as it is
-    from gui_app.core.catalog import Catalog
+    from gui_app.core.library.catalog import Catalog
 
     Catalog(tmp_path / "catalog.sqlite").close()
     assert cli(["labels", "list", "--store", pg_url, "--catalog", str(tmp_path / "catalog.sqlite"),
@@ -195,9 +195,9 @@ def test_labels_migrate_to_postgresql_and_back_keeps_every_record(lib, tmp_path,
 
 
 def test_an_open_queue_is_claimed_from_the_command_line(tmp_path, pg_url, capsys):
-    from gui_app.core.catalog import Catalog
-    from gui_app.core.native import save
-    from gui_app.core.trajectory import Outcome, Step, Trajectory
+    from gui_app.core.library.catalog import Catalog
+    from gui_app.core.trajectory.formats.native import save
+    from gui_app.core.trajectory.model import Outcome, Step, Trajectory
 
     lib = tmp_path / "lib"
     for i in range(3):

@@ -8,10 +8,10 @@ import polars as pl
 import pytest
 import yaml
 
-from gui_app.core.annotation import Annotation, AnnotationError, Cascade
-from gui_app.core.export import ExportFilter, export, import_labels, label_matches, split_tasks
-from gui_app.core.store import open_store
-from gui_app.core.trajectory import Step, Trajectory
+from gui_app.core.store.record import Annotation, AnnotationError, Cascade
+from gui_app.core.annotation.export import ExportFilter, export, import_labels, label_matches, split_tasks
+from gui_app.core.store.backends import open_store
+from gui_app.core.trajectory.model import Step, Trajectory
 
 
 def rich(tid: str, who: str, **kw) -> Annotation:
@@ -140,7 +140,7 @@ def test_sft_skips_unsure_and_survives_unloadable_trajectories(tmp_path):
 
 
 def test_whowhen_export_is_readable_by_the_whowhen_importer(store, tmp_path):
-    from gui_app.core.formats.whowhen import WhoWhenImporter
+    from gui_app.core.trajectory.formats.whowhen import WhoWhenImporter
 
     traj = Trajectory(id="t1", instruction="Q?", source_format="whowhen", source_path="/x", steps=[
         Step(index=i, action=f"msg {i}", thought=f"message {i}", extra={"agent": "Orchestrator" if i % 2 else
@@ -212,7 +212,7 @@ def test_whowhen_and_sft_exports_import_back(store, tmp_path):
 
 
 def test_catalog_rows_are_found_by_library_key_then_by_id():
-    from gui_app.core.export import catalog_index
+    from gui_app.core.annotation.export import catalog_index
 
     rows = [{"id": "same", "ref": "results/model-a/task", "instruction": "A"},
             {"id": "same", "ref": "results/model-b/task", "instruction": "B"}]

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from gui_app.core.annotation import AnnotationError
-from gui_app.core.catalog import Catalog
-from gui_app.core.queue import LabelQueue, model_gaps, models_order, order_rows
-from gui_app.core.score import Score, verdict
-from gui_app.core.store import open_store
+from gui_app.core.store.record import AnnotationError
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.annotation.queue import LabelQueue, model_gaps, models_order, order_rows
+from gui_app.core.scoring.score import Score, verdict
+from gui_app.core.store.backends import open_store
 from tests.annotation.test_cli import cli
 from tests.gui.library_fixtures import write_native
 

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from gui_app.core.catalog import CatalogRow
-from gui_app.core.queue import LabelQueue, assign, order_rows
-from gui_app.core.store import open_store
+from gui_app.core.library.catalog import CatalogRow
+from gui_app.core.annotation.queue import LabelQueue, assign, order_rows
+from gui_app.core.store.backends import open_store
 
 # Scored by a model that decides at 0.5 (a row states its score's threshold; the queue never assumes one).
 ROWS = [
@@ -48,8 +48,8 @@ def test_queues_judge_by_the_models_own_threshold(tmp_path):
     """Bug fix: the queues compared p_success with 0.5, but the shipped model decides at 0.573. A run it scores
     0.55 is a predicted *failure*: on an environment failure the model agrees (it was queued as a disagreement),
     on an environment success it disagrees (it was not). And 0.57, not 0.5, is the score it is least sure of."""
-    from gui_app.core.catalog import Catalog
-    from gui_app.core.score import Score, verdict
+    from gui_app.core.library.catalog import Catalog
+    from gui_app.core.scoring.score import Score, verdict
     from tests.gui.library_fixtures import write_native
 
     root = tmp_path / "lib"

@@ -12,8 +12,9 @@ import textwrap
 
 import pytest
 
-from gui_app.core.annotation import Annotation, AnnotationError, Cascade
-from gui_app.core.store import AnnotationStore, StoreError, default_path, migrations, open_store
+from gui_app.core.store.record import Annotation, AnnotationError, Cascade
+from gui_app.core.store.interface import AnnotationStore, StoreError, default_path, migrations
+from gui_app.core.store.backends import open_store
 
 
 @pytest.fixture
@@ -124,7 +125,7 @@ def test_rekey_moves_everything_a_trajectory_has_and_refuses_a_clash(store):
     labels, comments and cascades, the audit trail, overrides, queue items (an open queue's unclaimed ones too) and
     assignments, with the move on each record's trail; a target that already has a record of the same annotator,
     or is already in the same queue, is refused with nothing moved."""
-    from gui_app.core.queue import LabelQueue
+    from gui_app.core.annotation.queue import LabelQueue
 
     store.save(Annotation("old", "a", verdict="failure", labels=["x:1"], root_cause_step=1,
                           cascading=[Cascade(2, "wrong tab")], step_comments={1: "typo"}))
@@ -209,7 +210,7 @@ def test_every_change_survives_a_killed_process(tmp_path, store_location):
     path = store_location
     code = textwrap.dedent(f"""
         import os
-        from gui_app.core.store import open_store
+        from gui_app.core.store.backends import open_store
         s = open_store({path!r})
         s.set_field("t", "a", "verdict", "failure")
         s.toggle_label("t", "a", "x:1")
@@ -303,7 +304,7 @@ def _claimer(path: str, who: str, queue: str, barrier, out) -> None:
 def test_k_annotators_per_item_claimed_across_processes_without_duplicates(store_location):
     """Four processes (four annotators on their machines) work through one open queue with k=2 at once: every
     item ends with exactly two distinct annotators, and no slot was taken twice."""
-    from gui_app.core.queue import LabelQueue
+    from gui_app.core.annotation.queue import LabelQueue
 
     s = open_store(store_location)
     rows = [{"id": f"t{i:02d}", "key": f"/lib/t{i:02d}"} for i in range(24)]

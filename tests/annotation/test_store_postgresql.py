@@ -8,8 +8,9 @@ import time
 import psycopg
 import pytest
 
-from gui_app.core.store import StoreError, StoreUnavailable, migrations, open_store
-from gui_app.core.store_postgresql import PostgresAnnotationStore, redact
+from gui_app.core.store.interface import StoreError, StoreUnavailable, migrations
+from gui_app.core.store.backends import open_store
+from gui_app.core.store.postgresql import PostgresAnnotationStore, redact
 from tests.annotation.test_store import check_no_update_lost, run_writers
 from tests.pg import PgServer
 

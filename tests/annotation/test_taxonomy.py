@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gui_app.core import taxonomy
-from gui_app.core.taxonomy import TaxonomyError
+from gui_app.core.annotation import taxonomy
+from gui_app.core.annotation.taxonomy import TaxonomyError
 
 
 def test_bundled_taxonomies_load_and_are_keyed():

@@ -8,9 +8,9 @@ from itertools import groupby
 
 import pytest
 
-from gui_app.core.annotation import Annotation
-from gui_app.core.queue import LabelQueue, order_rows, teach_order, teach_similarity, teach_value
-from gui_app.core.store import open_store
+from gui_app.core.store.record import Annotation
+from gui_app.core.annotation.queue import LabelQueue, order_rows, teach_order, teach_similarity, teach_value
+from gui_app.core.store.backends import open_store
 from tests.annotation.test_cli import cli
 
 
@@ -72,8 +72,8 @@ def test_the_order_is_linear_enough_for_a_large_library():
 
 def test_teach_queue_from_a_real_catalog_and_store_via_the_cli(tmp_path, capsys):
     """Scores (p, threshold, ood) stored in a real catalog; one run already labelled; the CLI builds the queue."""
-    from gui_app.core.catalog import Catalog
-    from gui_app.core.score import Score, verdict
+    from gui_app.core.library.catalog import Catalog
+    from gui_app.core.scoring.score import Score, verdict
     from tests.gui.library_fixtures import write_native
 
     lib = tmp_path / "lib"

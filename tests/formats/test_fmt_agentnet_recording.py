@@ -9,9 +9,9 @@ import shutil
 import builders as b
 import pytest
 
-from gui_app.core import formats
+from gui_app.core.trajectory import formats
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.formats import agentnet_recording as ar
+from gui_app.core.trajectory.formats import agentnet_recording as ar
 
 RAW = b.REAL / "opencua" / "agentnet_raw" / "20241106114028_e0599885@gmail.com_2c05b837-faae-4b35-8e89-71d4bc2cab66"
 

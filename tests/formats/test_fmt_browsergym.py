@@ -10,9 +10,9 @@ import shutil
 import builders as b
 import pytest
 
-from gui_app.core import formats
+from gui_app.core.trajectory import formats
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.formats import browsergym
+from gui_app.core.trajectory.formats import browsergym
 
 
 def test_reads_every_field_and_never_unpickles(tmp_path):

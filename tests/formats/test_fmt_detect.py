@@ -9,7 +9,7 @@ from pathlib import Path
 import builders as b
 import pytest
 
-from gui_app.core import formats
+from gui_app.core.trajectory import formats
 from gui_app.core.errors import TrajectoryFormatError, UnknownFormatError
 
 
@@ -61,7 +61,7 @@ def test_find_units_yields_each_unit_once(library):
 
 
 def test_every_unit_loads_and_round_trips_through_native(library, tmp_path):
-    from gui_app.core import native
+    from gui_app.core.trajectory.formats import native
 
     for name, path in library.items():
         for i, traj in enumerate(formats.load_all(path)):

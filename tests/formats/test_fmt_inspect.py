@@ -11,9 +11,9 @@ import cv2
 import numpy as np
 import pytest
 
-from gui_app.core import formats
+from gui_app.core.trajectory import formats
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.formats import inspect_eval
+from gui_app.core.trajectory.formats import inspect_eval
 
 REAL = b.REAL / "inspect"
 

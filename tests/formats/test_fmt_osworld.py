@@ -9,9 +9,9 @@ from datetime import datetime
 import builders as b
 import pytest
 
-from gui_app.core import formats
+from gui_app.core.trajectory import formats
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.formats import osworld
+from gui_app.core.trajectory.formats import osworld
 
 
 def test_reads_every_field(tmp_path):
@@ -224,7 +224,7 @@ def test_alignment_is_cached_under_the_library(tmp_path, monkeypatch):
     def no_decoding(*a, **k):
         raise AssertionError("the recording was decoded again")
 
-    monkeypatch.setattr("gui_app.core.align.FrameSource.open", no_decoding)
+    monkeypatch.setattr("gui_app.core.trajectory.align.FrameSource.open", no_decoding)
     again = formats.load(run["path"])
     assert [(s.t_start, s.t_end, s.align_method, s.align_confidence) for s in again.steps] == \
         [(s.t_start, s.t_end, s.align_method, s.align_confidence) for s in first.steps]
@@ -357,7 +357,7 @@ def test_a_run_without_instruction_is_not_scored(tmp_path, monkeypatch, capsys):
 
 
 def test_step_traces_and_results_csv(tmp_path, inspect_json):
-    from gui_app.core.formats import osworld_trace
+    from gui_app.core.trajectory.formats import osworld_trace
 
     run = b.osworld_trace_dir(tmp_path)
     assert formats.detect(run["path"]).name == "osworld_trace"

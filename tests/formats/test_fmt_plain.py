@@ -8,9 +8,9 @@ import shutil
 import builders as b
 import pytest
 
-from gui_app.core import formats
+from gui_app.core.trajectory import formats
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.formats import image_folder, plain_video
+from gui_app.core.trajectory.formats import image_folder, plain_video
 
 
 @pytest.mark.parametrize("log,codec", [("csv", "h264"), ("jsonl", "mp4v")])

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gui_app.core import formats
+from gui_app.core.trajectory import formats
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.trajectory.model import Trajectory
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 10) | st.floats(allow_nan=False, allow_infinity=False)

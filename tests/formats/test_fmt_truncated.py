@@ -9,7 +9,7 @@ from __future__ import annotations
 import builders as b
 import pytest
 
-from gui_app.core import formats
+from gui_app.core.trajectory import formats
 from gui_app.core.errors import TrajectoryFormatError
 
 
@@ -43,7 +43,7 @@ def test_plain_step_log_cut_in_its_last_row(tmp_path):
 
 
 def test_only_a_cut_tail_is_forgiven(tmp_path):
-    from gui_app.core.formats import _common as c
+    from gui_app.core.trajectory.formats import _common as c
 
     path = tmp_path / "log.jsonl"
     path.write_text('{"index": 0, "t_start": 0}\n{"index": 1, "t_st')

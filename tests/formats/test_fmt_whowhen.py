@@ -7,9 +7,9 @@ import json
 import builders as b
 import pytest
 
-from gui_app.core import formats
+from gui_app.core.trajectory import formats
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.formats import whowhen
+from gui_app.core.trajectory.formats import whowhen
 
 
 def test_reads_every_field(tmp_path):

@@ -71,7 +71,7 @@ def write_agentnet(path: Path, n: int) -> Path:
 @pytest.fixture(scope="session")
 def big_library(tmp_path_factory) -> Path:
     """10,000 trajectories (one AgentNet file), scanned once into their catalog; returns the library root."""
-    from gui_app.core.catalog import Catalog
+    from gui_app.core.library.catalog import Catalog
 
     root = tmp_path_factory.mktemp("big")
     write_agentnet(root / "tasks.jsonl", 10_000)

@@ -16,8 +16,8 @@ import pytest
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtWidgets import QApplication
 
-from gui_app.core import taxonomy
-from gui_app.core.export import ExportFilter
+from gui_app.core.annotation import taxonomy
+from gui_app.core.annotation.export import ExportFilter
 from gui_app.qt import layout
 from gui_app.qt.export_dialog import ExportDialog, ExportRequest, export_task
 from gui_app.qt.main_window import MainWindow
@@ -310,7 +310,7 @@ def test_export_dialog_builds_the_command_lines_request(qtbot, tmp_path):
 
 
 def test_a_cancelled_export_writes_nothing(qtbot, tmp_path):
-    from gui_app.core.store import open_store
+    from gui_app.core.store.backends import open_store
 
     store = open_store(tmp_path / "labels.sqlite")
     for i in range(5):
@@ -328,9 +328,9 @@ def test_a_refused_export_path_is_a_notice_and_the_store_keeps_everything(qtbot,
     """File → Export… runs the core's export, which refuses an output path that is the label store (an export once
     renamed a Parquet file over it): the refusal is a notice naming the path, and every label, audit entry and queue
     is still there."""
-    from gui_app.core.annotation import Annotation
-    from gui_app.core.export import ExportError
-    from gui_app.core.store import open_store
+    from gui_app.core.store.record import Annotation
+    from gui_app.core.annotation.export import ExportError
+    from gui_app.core.store.backends import open_store
 
     store = library / ".rollscope" / "labels.sqlite"
     s = open_store(store)

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from gui_app.core.score import Score
+from gui_app.core.scoring.score import Score
 from gui_app.qt.layout import SIDE_PANELS, layout_kind
 from gui_app.qt.main_window import MainWindow
 from tests.gui.text_fit import cut_texts

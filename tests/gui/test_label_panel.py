@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from gui_app.core import taxonomy
-from gui_app.core.store import open_store
-from gui_app.core.trajectory import Step, Trajectory
+from gui_app.core.annotation import taxonomy
+from gui_app.core.store.backends import open_store
+from gui_app.core.trajectory.model import Step, Trajectory
 from gui_app.qt.label_panel import LabelPanel
 from gui_app.qt.labelling import Labelling
 from gui_app.qt.session import Session
@@ -317,7 +317,7 @@ def test_a_locked_store_never_freezes_the_panel_and_the_write_lands(qtbot, setup
 
 
 def test_a_store_locked_for_too_long_reports_not_saved(qtbot, setup, monkeypatch):
-    from gui_app.core.store import SqliteAnnotationStore
+    from gui_app.core.store.sqlite import SqliteAnnotationStore
 
     _session, store, panel, model = setup
     monkeypatch.setattr(SqliteAnnotationStore, "RETRIES", 2)
@@ -407,7 +407,7 @@ def pg(monkeypatch):
 def test_a_server_store_that_goes_down_makes_the_panel_read_only_and_it_comes_back(qtbot, pg):
     import time
 
-    from gui_app.core.store_postgresql import PostgresAnnotationStore
+    from gui_app.core.store.postgresql import PostgresAnnotationStore
 
     url = pg.create_database()
     store = PostgresAnnotationStore(url, connect_timeout=2, reconnect_s=0.5)
@@ -440,7 +440,7 @@ def test_a_server_store_that_goes_down_makes_the_panel_read_only_and_it_comes_ba
 
 
 def test_a_library_whose_server_is_down_opens_read_only_and_its_store_is_opened_later(qtbot, pg, tmp_path):
-    from gui_app.core.library import open_library
+    from gui_app.core.library.folder import open_library
 
     url = pg.create_database()
     pg.stop_server()

@@ -7,9 +7,10 @@ import threading
 
 import pytest
 
-from gui_app.core import taxonomy
-from gui_app.core.store import SqliteAnnotationStore, open_store
-from gui_app.core.trajectory import Step, Trajectory
+from gui_app.core.annotation import taxonomy
+from gui_app.core.store.sqlite import SqliteAnnotationStore
+from gui_app.core.store.backends import open_store
+from gui_app.core.trajectory.model import Step, Trajectory
 from gui_app.qt.labelling import Labelling
 from gui_app.qt.session import Session
 from gui_app.qt.workers import JobQueue, Runner

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from gui_app.core.annotation import Annotation
-from gui_app.core.catalog import Catalog
-from gui_app.core.identity import migrate_store
-from gui_app.core.library import label_rank, store_label_status
-from gui_app.core.store import open_store
+from gui_app.core.store.record import Annotation
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.trajectory.identity import migrate_store
+from gui_app.core.library.folder import label_rank, store_label_status
+from gui_app.core.store.backends import open_store
 from gui_app.qt import library_view
 from gui_app.qt.library_view import COL_LABEL, LibraryModel, LibraryView
 from gui_app.qt.workers import Runner
@@ -88,7 +88,7 @@ def test_the_view_sorts_by_label_in_a_worker_and_pages_through_the_order(qtbot, 
 
 def test_store_status_reads_the_whole_store_once_for_many_rows(qapp, labelled, monkeypatch):
     cat, store = labelled
-    from gui_app.core import library
+    from gui_app.core.library import folder as library
 
     monkeypatch.setattr(library, "_BULK_STATUS", 2)
     calls: list[str | None] = []

@@ -8,8 +8,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView
 
-from gui_app.core.catalog import Catalog
-from gui_app.core.score import Score
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.scoring.score import Score
 from gui_app.qt.library_view import (COL_DURATION, COL_FORMAT, COL_INSTRUCTION, COL_LABEL, COL_OUTCOME, COL_P,
                                      COL_STEPS, COL_TASK, COLUMNS, PAGE_SIZE, KeyRole, LibraryModel, LibraryView,
                                      format_duration)
@@ -114,9 +114,9 @@ def test_label_status_comes_from_one_narrow_function(qapp, catalog):
 
 
 def test_label_status_from_a_real_store(qapp, catalog, tmp_path):
-    from gui_app.core.identity import migrate_store
-    from gui_app.core.store import open_store
-    from gui_app.core.library import store_label_status
+    from gui_app.core.trajectory.identity import migrate_store
+    from gui_app.core.store.backends import open_store
+    from gui_app.core.library.folder import store_label_status
 
     store = open_store(tmp_path / "labels.sqlite")
     try:
@@ -284,9 +284,9 @@ def test_scrolling_reads_pages_in_a_worker_with_one_store_read_per_page(qtbot, b
     row."""
     import threading
 
-    from gui_app.core.annotation import Annotation
-    from gui_app.core.library import store_label_status
-    from gui_app.core.store import open_store
+    from gui_app.core.store.record import Annotation
+    from gui_app.core.library.folder import store_label_status
+    from gui_app.core.store.backends import open_store
     from gui_app.qt.workers import Runner
 
     store = open_store(tmp_path / "labels.sqlite")

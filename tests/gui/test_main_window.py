@@ -11,7 +11,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 
-from gui_app.core.score import Score
+from gui_app.core.scoring.score import Score
 from gui_app.core.settings import SettingsStore
 from gui_app.qt.main_window import MainWindow
 from gui_app.qt.notify import JobProgressView

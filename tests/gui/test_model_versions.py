@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from gui_app.core.catalog import Catalog
-from gui_app.core.score import Score, verdict
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.scoring.score import Score, verdict
 from gui_app.core.settings import SettingsStore, active_model
-from gui_app.core.store import open_store
+from gui_app.core.store.backends import open_store
 from gui_app.qt.main_window import MainWindow
 from gui_app.qt.notify import Notifier
 from gui_app.qt.queue_view import QueueController, QueueView

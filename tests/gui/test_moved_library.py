@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import shutil
 
-from gui_app.core.library import open_library
-from gui_app.core.trajectory import Trajectory
+from gui_app.core.library.folder import open_library
+from gui_app.core.trajectory.model import Trajectory
 from gui_app.qt.labelling import Labelling
 from gui_app.qt.main_window import MainWindow
 from gui_app.qt.session import Session
@@ -52,7 +52,7 @@ def test_the_app_opens_a_moved_library_with_its_labels_and_scores(qtbot, tmp_pat
 def test_a_trajectory_without_a_key_is_not_labelled_under_its_id(qtbot, tmp_path):
     """Built in memory, a trajectory has no key: the labelling model labels nothing rather than use its format's
     id (which other runs may share)."""
-    from gui_app.core.store import open_store
+    from gui_app.core.store.backends import open_store
 
     store = open_store(tmp_path / "labels.sqlite")
     runner = Runner()

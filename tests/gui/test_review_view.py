@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gui_app.core import taxonomy
-from gui_app.core.annotation import Annotation
-from gui_app.core.store import open_store
+from gui_app.core.annotation import taxonomy
+from gui_app.core.store.record import Annotation
+from gui_app.core.store.backends import open_store
 from gui_app.qt.review_view import ReviewView
 
 pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")

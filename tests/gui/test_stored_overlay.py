@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gui_app.core.catalog import Catalog
-from gui_app.core.score import Score
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.scoring.score import Score
 from gui_app.qt.main_window import MainWindow
 
 REPO = Path(__file__).resolve().parents[2]

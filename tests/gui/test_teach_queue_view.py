@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from gui_app.core.annotation import Annotation
-from gui_app.core.catalog import Catalog
-from gui_app.core.score import Score
-from gui_app.core.store import open_store
+from gui_app.core.store.record import Annotation
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.scoring.score import Score
+from gui_app.core.store.backends import open_store
 from gui_app.qt.actions import ShortcutsDialog
 from gui_app.qt.notify import Notifier
 from gui_app.qt.queue_view import QueueController, QueueView

@@ -157,7 +157,7 @@ def test_recording_without_steps_spans_the_video_and_seeks(qtbot, timeline):
 
 
 def test_scores_are_legible_verdict_threshold_disagreement_and_first_deviation(timeline):
-    from gui_app.core.score import Score
+    from gui_app.core.scoring.score import Score
 
     session, view, traj = timeline
     traj.outcome.success = False  # the environment says failure
@@ -186,7 +186,7 @@ def test_scores_are_legible_verdict_threshold_disagreement_and_first_deviation(t
 
 
 def test_an_unknown_score_never_reads_as_a_confident_probability(timeline):
-    from gui_app.core.score import Score
+    from gui_app.core.scoring.score import Score
 
     session, view, _traj = timeline
     session.set_scores(Score(p_success=0.0, threshold=0.57, success=False, first_error_step=2, ood=1.8,
@@ -204,7 +204,7 @@ def test_an_unknown_score_never_reads_as_a_confident_probability(timeline):
 def test_the_first_deviation_label_stays_inside_the_plot(qtbot, timeline):
     """Issue 30: a first deviation predicted on the last step had its words run off the plot ("first deviation?
     step"); they now sit on the side of the line with room."""
-    from gui_app.core.score import Score
+    from gui_app.core.scoring.score import Score
 
     session, view, _traj = timeline
     last = len(STEP_STARTS) - 1

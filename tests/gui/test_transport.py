@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from gui_app.core.trajectory import Step, Trajectory
+from gui_app.core.trajectory.model import Step, Trajectory
 from gui_app.qt.session import Session
 from gui_app.qt.transport import TransportBar
 from tests.gui.viewer_fixtures import N_FRAMES, STEP_STARTS, open_session

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gui_app.core.score import Score
-from gui_app.core.trajectory import Step, Trajectory, VideoRef
-from gui_app.core.video import FrameSource
+from gui_app.core.scoring.score import Score
+from gui_app.core.trajectory.model import Step, Trajectory, VideoRef
+from gui_app.core.media.video import FrameSource
 from gui_app.qt.session import Session
 from tests.media import numbered_frames, write_h264
 
@@ -63,7 +63,7 @@ def open_session(folder: Path, **open_kwargs) -> tuple[Session, FrameSource, Tra
 
 def make_score(p_success: float, step_scores: list[float], masks: list[np.ndarray],
                keyframe_steps: list[int]) -> Score:
-    """A :class:`~gui_app.core.score.Score` as the model returns one (threshold 0.5), for the views to show."""
+    """A :class:`~gui_app.core.scoring.score.Score` as the model returns one (threshold 0.5), for the views to show."""
     return Score(p_success=p_success, threshold=0.5, success=p_success >= 0.5, step_scores=step_scores, masks=masks,
                  keyframe_steps=keyframe_steps, model="test-model")
 

@@ -76,7 +76,7 @@ def build_seeds(folder: Path) -> dict[str, Path]:
     seeds["inspect"] = b.inspect_computer_eval(folder / "inspect" / "computer.eval")["path"]
     seeds["agentlab_killed"] = b.agentlab_killed_dir(folder / "agentlab", folder / "UNPICKLED")
     if REAL.is_dir():  # real files from public repositories (the formats' own fixtures)
-        from gui_app.core.formats import find_units
+        from gui_app.core.trajectory.formats import find_units
 
         for unit, imp in find_units(REAL):
             rel = unit.relative_to(REAL)
@@ -545,7 +545,7 @@ def _terminal_problem(text: str) -> str | None:
 
 def check(seed: str, mutation: str, unit: Path, box: Path) -> Result:
     """Scan ``box`` (holding the mutated ``unit``) and inspect ``unit``; classify what happened."""
-    from gui_app.core.catalog import Catalog
+    from gui_app.core.library.catalog import Catalog
 
     names = [str(box)]
     try:

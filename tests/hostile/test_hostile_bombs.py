@@ -26,13 +26,14 @@ import numpy as np
 import pytest
 from hostile_helpers import one_error_line, rollscope
 
-from gui_app.core import formats, images
-from gui_app.core.actions import MAX_PARSED_CHARS, parse_action
-from gui_app.core.align import align_trajectory
+from gui_app.core.trajectory import formats
+from gui_app.core.media import images
+from gui_app.core.trajectory.actions import MAX_PARSED_CHARS, parse_action
+from gui_app.core.trajectory.align import align_trajectory
 from gui_app.core.errors import VideoError
 from gui_app.core.safety import MAX_STEPS, container_problem
-from gui_app.core.trajectory import Step, Trajectory, VideoRef
-from gui_app.core.video import FrameSource
+from gui_app.core.trajectory.model import Step, Trajectory, VideoRef
+from gui_app.core.media.video import FrameSource
 from tests.formats import builders as b
 
 SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "miniwob" / "click-tab-success"
@@ -322,7 +323,7 @@ def test_reading_a_small_file_reserves_no_more_than_it_holds(tmp_path):
 
 def test_a_run_of_more_steps_than_any_run_holds_in_one_json_array_is_cut_with_a_warning(tmp_path, monkeypatch):
     # OSWorld's JSON Lines are capped while read; formats holding their steps in one array (ATIF) are cut after
-    import gui_app.core.formats as formats_mod
+    import gui_app.core.trajectory.formats as formats_mod
     from tests.formats import builders as b
 
     path = b.atif_file(tmp_path / "atif")["path"]

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from hostile_helpers import REPO, one_error_line, open_dir, rollscope, unprivileged
 
-from gui_app.core.annotation import Annotation
-from gui_app.core.catalog import Catalog
-from gui_app.core.library import settings_catalog_path
-from gui_app.core.store import default_path, open_store
+from gui_app.core.store.record import Annotation
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.library.folder import settings_catalog_path
+from gui_app.core.store.interface import default_path
+from gui_app.core.store.backends import open_store
 
 SAMPLES = REPO / "resources" / "samples" / "miniwob"
 SAMPLE = SAMPLES / "click-tab-success"

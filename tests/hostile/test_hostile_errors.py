@@ -15,10 +15,10 @@ import pytest
 from hostile_helpers import REPO
 
 from gui_app import cli
-from gui_app.core import native
-from gui_app.core.catalog import Catalog
+from gui_app.core.trajectory.formats import native
+from gui_app.core.library.catalog import Catalog
 from gui_app.core.errors import MAX_MESSAGE
-from gui_app.core.trajectory import Step, Trajectory
+from gui_app.core.trajectory.model import Step, Trajectory
 
 SAMPLE = REPO / "resources" / "samples" / "miniwob" / "click-tab-success"
 

@@ -16,10 +16,10 @@ import polars as pl
 import pytest
 from hostile_helpers import kill_after, one_error_line, open_dir, rollscope, spawn, unprivileged
 
-from gui_app.core.annotation import Annotation, Cascade
+from gui_app.core.store.record import Annotation, Cascade
 from gui_app.core.atomic import publish_folder
-from gui_app.core.export import export, import_labels, neutralise_csv_cell, restore_csv_cell
-from gui_app.core.store import open_store
+from gui_app.core.annotation.export import export, import_labels, neutralise_csv_cell, restore_csv_cell
+from gui_app.core.store.backends import open_store
 
 FORMULAS = ["=cmd|' /C calc'!A0", "+1+2", "-2+3", "@SUM(A1:A2)", "\t=1", "\r=1", "'=already quoted", "''", "'",
             "plain", "'tis fine", "= spaced", "-",

@@ -14,10 +14,11 @@ import pytest
 from hostile_helpers import REPO
 
 from gui_app import cli
-from gui_app.core import formats, native
-from gui_app.core.catalog import Catalog
+from gui_app.core.trajectory import formats
+from gui_app.core.trajectory.formats import native
+from gui_app.core.library.catalog import Catalog
 from gui_app.core.errors import TrajectoryFormatError
-from gui_app.core.trajectory import Step, Trajectory, VideoRef
+from gui_app.core.trajectory.model import Step, Trajectory, VideoRef
 from tests.formats import builders as b
 
 SAMPLES = REPO / "resources" / "samples"

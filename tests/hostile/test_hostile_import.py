@@ -14,9 +14,9 @@ import polars as pl
 import pytest
 from hostile_helpers import kill_after, one_error_line, rollscope, spawn
 
-from gui_app.core.annotation import Annotation, AnnotationError, Cascade
-from gui_app.core.export import import_labels, row_fields
-from gui_app.core.store import open_store
+from gui_app.core.store.record import Annotation, AnnotationError, Cascade
+from gui_app.core.annotation.export import import_labels, row_fields
+from gui_app.core.store.backends import open_store
 
 N = 6000
 
@@ -261,8 +261,8 @@ def test_an_apostrophe_is_taken_off_only_where_an_export_put_it(tmp_path):
 def test_the_bulk_lookup_of_an_import_answers_as_resolve_does(tmp_path):
     """An import resolves every row's trajectory from the catalog read once (a million rows once cost up to three
     queries each): the answers are :func:`resolve`'s, ambiguous ids included."""
-    from gui_app.core import identity
-    from gui_app.core.catalog import Catalog
+    from gui_app.core.trajectory import identity
+    from gui_app.core.library.catalog import Catalog
     from tests.formats import builders as b
 
     root = tmp_path / "lib"

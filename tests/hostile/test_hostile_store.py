@@ -9,9 +9,10 @@ import sqlite3
 import pytest
 from hostile_helpers import REPO, one_error_line, open_dir, rollscope, unprivileged
 
-from gui_app.core.annotation import Annotation
-from gui_app.core.catalog import Catalog
-from gui_app.core.store import StoreError, default_path, open_store
+from gui_app.core.store.record import Annotation
+from gui_app.core.library.catalog import Catalog
+from gui_app.core.store.interface import StoreError, default_path
+from gui_app.core.store.backends import open_store
 
 SAMPLE = REPO / "resources" / "samples" / "miniwob" / "click-tab-success"
 

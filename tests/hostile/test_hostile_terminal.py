@@ -10,9 +10,9 @@ from pathlib import Path
 
 from hostile_helpers import REPO, rollscope
 
-from gui_app.core.annotation import Annotation
+from gui_app.core.store.record import Annotation
 from gui_app.core.safety import printable
-from gui_app.core.store import open_store
+from gui_app.core.store.backends import open_store
 
 SAMPLE = REPO / "resources" / "samples" / "miniwob" / "click-tab-success"
 # sets the terminal's title, clears the screen, then forges a line of inspect's own

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gui_app.core import native
-from gui_app.core.pointer import POINTER_VERSION
+from gui_app.core.trajectory.formats import native
+from gui_app.training.pointer import POINTER_VERSION
 from models.checkpoint import FORMAT, Checkpoint, ModelLoadError, SummaryRange
 from models.config import ModelConfig
 from models.export_onnx import export_run

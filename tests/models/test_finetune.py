@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from gui_app.cli import main
-from gui_app.core.annotation import Annotation
+from gui_app.core.store.record import Annotation
 from gui_app.core.settings import active_model
-from gui_app.core.store import open_store
-from gui_app.core.teaching import known_outcomes, label_store, labelled_runs
+from gui_app.core.store.backends import open_store
+from gui_app.core.annotation.teaching import known_outcomes, label_store, labelled_runs
 from models.finetune import REPORT_ROWS, FinetuneArgs, FinetuneError, finetune, heldout_split, is_worse
 
 
@@ -44,7 +44,7 @@ def cli_json(argv, capsys):
 
 
 def test_final_labels_become_labelled_runs_and_nothing_is_dropped_in_silence(labelled, samples, tmp_path):
-    from gui_app.core.catalog import Catalog
+    from gui_app.core.library.catalog import Catalog
 
     path, runs = labelled
     store = open_store(path)
@@ -184,7 +184,7 @@ def test_the_readme_loop_scan_score_teach_queue_label_train(samples, tiny_weight
     teach queue (keyed as the scan keyed the runs), the queue's items get labelled, and the labels train."""
     import shutil
 
-    from gui_app.core.queue import LabelQueue
+    from gui_app.core.annotation.queue import LabelQueue
 
     lib = tmp_path / "runs"
     shutil.copytree(samples / "miniwob", lib)
@@ -194,7 +194,7 @@ def test_the_readme_loop_scan_score_teach_queue_label_train(samples, tiny_weight
     assert main(["score", "runs", "--model", str(tiny_weights), "--catalog", "runs/.rollscope/catalog.sqlite",
                  "--json"]) == 0
     capsys.readouterr()
-    from gui_app.core.catalog import Catalog
+    from gui_app.core.library.catalog import Catalog
 
     with Catalog(catalog) as cat:
         assert set(cat.ood_scores()) == {r.key for r in cat.query()}  # every scanned row has its score's ood
@@ -246,7 +246,7 @@ def _screens_of(samples, tmp_path, size):
 def test_a_fine_tuned_model_is_unknown_on_screens_of_a_shape_never_trained(fine_tuned, samples, tmp_path):
     """Fine-tuning wrote no screen size, shape or run-length ranges, so a fine-tuned model skipped the "unknown" gate
     and judged 2000x400 screens as confidently as the pages it learnt from (issue 25)."""
-    from gui_app.core import native
+    from gui_app.core.trajectory.formats import native
     from models.runtime import RewardModel
 
     model = RewardModel.load(fine_tuned)
@@ -262,7 +262,7 @@ def test_a_fine_tuned_run_folder_moved_elsewhere_still_loads_and_exports(fine_tu
     run folder could not be exported or loaded. It is now stored beside the checkpoint, by a relative path."""
     import shutil
 
-    from gui_app.core import native
+    from gui_app.core.trajectory.formats import native
     from models.export_onnx import export_run
     from models.runtime import RewardModel
 

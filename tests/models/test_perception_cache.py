@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 
 from gui_app.cli import main
-from gui_app.core import formats
-from gui_app.core.teaching import LabelledRun
+from gui_app.core.trajectory import formats
+from gui_app.core.annotation.teaching import LabelledRun
 from models.config import ModelConfig
 from models.data import cache_key, perceive_trajectory, percept_file, read_percept, record_for, save_percept
 from models.finetune import _percept_file, perceive_runs

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gui_app.core import formats, native
+from gui_app.core.trajectory import formats
+from gui_app.core.trajectory.formats import native
 from gui_app.core.errors import VideoError
-from gui_app.core.scoring import score_many
+from gui_app.core.scoring.batch import score_many
 from models.config import ModelConfig
 from models.export_onnx import export_network
 from models.features import first_error_frame, keyframe_steps, load_keyframes, make_batch, make_example
@@ -123,7 +124,7 @@ def test_screenshots_are_read_when_every_step_has_one_else_the_video(samples, tm
 
 def test_the_shipped_model_scores_the_same_run_alike_in_two_formats(samples, tmp_path):
     """One episode, written as an OSWorld result folder and as an ATIF trial, gets one verdict."""
-    from gui_app.core.convert import to_atif, to_osworld
+    from gui_app.training.convert import to_atif, to_osworld
 
     model = RewardModel.load()
     traj = native.load(_sample(samples, "login-user-swapped-fields"))
@@ -138,7 +139,7 @@ def test_scoring_with_onnxruntime_never_imports_torch(samples):
     import subprocess
     import sys
 
-    code = ("import sys; from gui_app.core import native; from models.runtime import RewardModel; "
+    code = ("import sys; from gui_app.core.trajectory.formats import native; from models.runtime import RewardModel; "
             f"RewardModel.load().score(native.load({str(_sample(samples, 'click-tab-success'))!r})); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

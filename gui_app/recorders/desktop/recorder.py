@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_app.core.errors import RollscopeError
+from gui_app.recorders.driver import WORKER, close_worker, run_jobs, write_summary
 from gui_app.recorders.desktop.agent import MAX_STEPS, Actor, StepLimit
 from gui_app.recorders.desktop.apps import Desk
 from gui_app.recorders.desktop.checkers import Verdict
@@ -203,7 +204,7 @@ class DesktopRecorder:
 
 def is_recorded(out: Path, task: str, seed: int, formats: tuple[str, ...]) -> bool:
     """True when the episode's outputs are all on disk (what a resumed collection skips)."""
-    from gui_app.core import native
+    from gui_app.core.trajectory.formats import native
 
     path = episode_dir(out, task, seed)
     if "native" in formats:
@@ -258,23 +259,16 @@ class DesktopReport(CollectReport):
 
 
 # One recorder per worker process, kept across episodes (the display and window manager stay up).
-_WORKER: dict[str, Any] = {}
 
 
 def _worker_recorder(size: tuple[int, int], fps: int, think: tuple[float, float],
                      formats: tuple[str, ...]) -> DesktopRecorder:
-    rec = _WORKER.get("rec")
+    rec = WORKER.get("rec")
     if rec is None:
         rec = DesktopRecorder(size, fps, think, formats).start()
-        _WORKER["rec"] = rec
+        WORKER["rec"] = rec
     rec.think, rec.formats = think, formats
     return rec
-
-
-def _close_worker() -> None:
-    rec = _WORKER.pop("rec", None)
-    if rec is not None:
-        rec.close()
 
 
 def run_episode(task: str, episode: int, seed: int, out: str, fail_rate: float, size: tuple[int, int], fps: int,
@@ -287,7 +281,7 @@ def run_episode(task: str, episode: int, seed: int, out: str, fail_rate: float, 
         return rec.record(task, seed, episode, out, mistake=mistake, rng=rng)
     except Exception as exc:  # an app that did not start, a dialog that never came: log, restart the display
         log.warning("%s seed %s failed: %s", task, seed, exc)
-        _close_worker()
+        close_worker()
         return EpisodeResult(task, seed, episode, str(path), False, 0.0, 0, mistake, None, 0.0,
                              error=f"{type(exc).__name__}: {str(exc)[:300]}", agent=AGENT_NAME,
                              style_family="desktop")
@@ -295,12 +289,6 @@ def run_episode(task: str, episode: int, seed: int, out: str, fail_rate: float, 
 
 def _run_star(args: tuple) -> EpisodeResult:
     return run_episode(*args)
-
-
-def _init_worker() -> None:
-    from multiprocessing.util import Finalize
-
-    Finalize(None, _close_worker, exitpriority=10)
 
 
 def collect(tasks: list[str], episodes: int, out: str | Path, seed: int = 0, fail_rate: float = 0.3,
@@ -315,7 +303,6 @@ def collect(tasks: list[str], episodes: int, out: str | Path, seed: int = 0, fai
         CollectError: an unknown task or bad arguments.
         DesktopError: a required program is missing.
     """
-    import multiprocessing as mp
 
     from gui_app.recorders.desktop.display import require_programs
 
@@ -348,27 +335,11 @@ def collect(tasks: list[str], episodes: int, out: str | Path, seed: int = 0, fai
             on_progress(r)
 
     try:
-        if workers <= 1:
-            for job in jobs:
-                take(run_episode(*job))
-        else:
-            pool = mp.get_context("spawn").Pool(workers, initializer=_init_worker)
-            try:
-                for r in pool.imap_unordered(_run_star, jobs):
-                    take(r)
-                pool.close()
-                pool.join()
-            except BaseException:
-                pool.terminate()
-                raise
+        run_jobs(jobs, _run_star, take, workers)
     finally:
-        _close_worker()
         report.seconds = time.time() - t0
-        summary = out / "collect_summary.json"
-        tmp = summary.with_suffix(".tmp")
         with contextlib.suppress(OSError):
-            tmp.write_text(json.dumps(report.to_dict(), indent=1))
-            os.replace(tmp, summary)
+            write_summary(out, report.to_dict())
     return report
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from gui_app.core.atomic import publish_file, publish_folder
 from gui_app.recorders.desktop.agent import Recorded
 
 ACTION_SPACE = "pyautogui"
@@ -42,20 +43,6 @@ def _link(src: Path, dest: Path) -> None:
         shutil.copy2(src, dest)
 
 
-def _fresh(out_dir: Path) -> Path:
-    tmp = out_dir.parent / f".{out_dir.name}.tmp{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    return tmp
-
-
-def _commit(tmp: Path, out_dir: Path) -> None:
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
-
-
 def osworld_paths(out: Path, domain: str, eid: str, agent: str) -> tuple[Path, Path]:
     """(result directory, task config file) of an episode under the OSWorld tree ``out``."""
     return (out / "results" / ACTION_SPACE / OBSERVATION / agent / domain / eid,
@@ -67,23 +54,23 @@ def write_osworld(out: Path, domain: str, eid: str, agent: str, config: dict[str
     """Write the OSWorld result directory and task config; returns the result directory."""
     result_dir, config_path = osworld_paths(out, domain, eid, agent)
     result_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _fresh(result_dir)
-    lines = []
-    for s in steps:
-        stamp = datetime.fromtimestamp(s.t_action).strftime("%Y%m%d@%H%M%S")
-        shot = f"step_{s.index + 1}_{stamp}.png"
-        _png(tmp / shot, s.screenshot)
-        lines.append({"step_num": s.index + 1, "action_timestamp": stamp, "action": s.action,
-                      "response": s.target, "reward": 0, "done": s.action_type == "done", "info": {},
-                      "screenshot_file": shot})
-    (tmp / "traj.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    (tmp / "result.txt").write_text(f"{score}\n")
-    _link(recording, tmp / "recording.mp4")
-    _commit(tmp, result_dir)
+
+    def write(tmp: Path) -> None:
+        lines = []
+        for s in steps:
+            stamp = datetime.fromtimestamp(s.t_action).strftime("%Y%m%d@%H%M%S")
+            shot = f"step_{s.index + 1}_{stamp}.png"
+            _png(tmp / shot, s.screenshot)
+            lines.append({"step_num": s.index + 1, "action_timestamp": stamp, "action": s.action,
+                          "response": s.target, "reward": 0, "done": s.action_type == "done", "info": {},
+                          "screenshot_file": shot})
+        (tmp / "traj.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        (tmp / "result.txt").write_text(f"{score}\n")
+        _link(recording, tmp / "recording.mp4")
+
+    publish_folder(result_dir, write, ours=lambda _rel: True)
     config_path.parent.mkdir(parents=True, exist_ok=True)
-    ctmp = config_path.with_suffix(f".tmp{os.getpid()}")
-    ctmp.write_text(json.dumps(config, indent=2))
-    os.replace(ctmp, config_path)
+    publish_file(config_path, lambda tmp: tmp.write_text(json.dumps(config, indent=2)))
     return result_dir
 
 
@@ -102,41 +89,44 @@ def write_native(out_dir: Path, tid: str, instruction: str, steps: list[Recorded
                  recording: Path, t0: float, success: bool, score: float, app: str, agent: str,
                  metadata: dict[str, Any], osworld_dir: Path | None = None) -> Path:
     """Write the native trajectory directory (steps timed against ``recording``, whose frame 0 is at ``t0``)."""
-    from gui_app.core import native
-    from gui_app.core.trajectory import Outcome, Step, Trajectory, VideoRef
+    from gui_app.core.trajectory.formats import native
+    from gui_app.core.trajectory.model import Outcome, Step, Trajectory, VideoRef
 
     out_dir = Path(out_dir).resolve()
-    tmp = _fresh(out_dir)
-    (tmp / "frames").mkdir()
-    _link(recording, tmp / "video.mp4")
-    fps, frames, w, h = probe_video(tmp / "video.mp4")
-    duration = frames / fps
-    _png(tmp / "frames" / "initial.png", initial)
-    out_steps = []
-    for k, s in enumerate(steps):
-        name = f"frames/step_{k:03d}.png"
-        src = None
-        if osworld_dir is not None:
-            stamp = datetime.fromtimestamp(s.t_action).strftime("%Y%m%d@%H%M%S")
-            src = osworld_dir / f"step_{k + 1}_{stamp}.png"
-        if src is not None and src.is_file():
-            _link(src, tmp / name)
-        else:
-            _png(tmp / name, s.screenshot)
-        start = min(max(0.0, s.t_action - t0), duration)
-        end_wall = steps[k + 1].t_action if k + 1 < len(steps) else s.t_shot
-        end = min(max(start, end_wall - t0), duration)
-        out_steps.append(Step(
-            index=k, t_start=round(start, 3), t_end=round(end, 3), action=s.action, action_type=s.action_type,
-            x=None if s.x is None else float(s.x), y=None if s.y is None else float(s.y), text=s.text,
-            screenshot=str(tmp / name), align_method="stored", align_confidence=1.0,
-            extra={"target": s.target, "harmless": s.harmless, "t_wall_action": round(s.t_action, 3),
-                   "t_wall_screenshot": round(s.t_shot, 3), "screenshot_timing": "after_action", **s.extra}))
-    traj = Trajectory(
-        id=tid, instruction=instruction, source_format="native", steps=out_steps,
-        outcome=Outcome(success=success, score=score, source="env"),
-        video=VideoRef(str(tmp / "video.mp4"), fps=fps, frames=frames, width=w, height=h),
-        app=app, os="linux", agent=agent, metadata=metadata)
-    native.save(traj, tmp)
-    _commit(tmp, out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(tmp: Path) -> None:
+        (tmp / "frames").mkdir()
+        _link(recording, tmp / "video.mp4")
+        fps, frames, w, h = probe_video(tmp / "video.mp4")
+        duration = frames / fps
+        _png(tmp / "frames" / "initial.png", initial)
+        out_steps = []
+        for k, s in enumerate(steps):
+            name = f"frames/step_{k:03d}.png"
+            src = None
+            if osworld_dir is not None:
+                stamp = datetime.fromtimestamp(s.t_action).strftime("%Y%m%d@%H%M%S")
+                src = osworld_dir / f"step_{k + 1}_{stamp}.png"
+            if src is not None and src.is_file():
+                _link(src, tmp / name)
+            else:
+                _png(tmp / name, s.screenshot)
+            start = min(max(0.0, s.t_action - t0), duration)
+            end_wall = steps[k + 1].t_action if k + 1 < len(steps) else s.t_shot
+            end = min(max(start, end_wall - t0), duration)
+            out_steps.append(Step(
+                index=k, t_start=round(start, 3), t_end=round(end, 3), action=s.action, action_type=s.action_type,
+                x=None if s.x is None else float(s.x), y=None if s.y is None else float(s.y), text=s.text,
+                screenshot=str(tmp / name), align_method="stored", align_confidence=1.0,
+                extra={"target": s.target, "harmless": s.harmless, "t_wall_action": round(s.t_action, 3),
+                       "t_wall_screenshot": round(s.t_shot, 3), "screenshot_timing": "after_action", **s.extra}))
+        traj = Trajectory(
+            id=tid, instruction=instruction, source_format="native", steps=out_steps,
+            outcome=Outcome(success=success, score=score, source="env"),
+            video=VideoRef(str(tmp / "video.mp4"), fps=fps, frames=frames, width=w, height=h),
+            app=app, os="linux", agent=agent, metadata=metadata)
+        native.save(traj, tmp)
+
+    publish_folder(out_dir, write, ours=lambda _rel: True)
     return out_dir

@@ -1,0 +1,1 @@
+"""Annotation: taxonomy, agreement, queues, export and import, teaching."""

@@ -1,0 +1,1 @@
+"""A library: the catalog (one stored score), trajectory identity, the library folder."""

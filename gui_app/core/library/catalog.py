@@ -1,0 +1,1179 @@
+"""The library index: every trajectory under a folder, in an embedded SQLite database.
+
+A catalog lives in ``ROOT/.rollscope/catalog.sqlite`` (:meth:`Catalog.for_root`) or at any path. :meth:`Catalog.scan`
+walks a tree with :func:`gui_app.core.trajectory.formats.find_units`, loads each unit with its importer and records
+one row per
+trajectory (or one row carrying the load error for a unit that does not load). Rescans skip units whose size and
+modification time did not change and drop the rows of units that disappeared; the walk itself reuses what it decided
+for every folder whose modification time and direct entries did not change (table ``folders``), rather than asking
+every importer about it again. :meth:`Catalog.query` serves the library view: filtered, sorted and searched rows
+with the latest reward-model score joined.
+
+Rows are keyed by what :func:`gui_app.core.trajectory.formats.load` accepts: the unit path, or ``PATH#N`` for the N-th
+trajectory of a multi-trajectory file. Each row also carries its library key (``ref``: the unit's path relative to
+the library root, see :mod:`gui_app.core.trajectory.identity`), which labels are keyed by and which survives moving the
+library: a rescan after a move carries each score over to the row with the same key.
+
+The schema is the numbered SQL files in ``gui_app/core/migrations/catalog/`` (:data:`MIGRATIONS`), applied by the one
+migration runner (:mod:`gui_app.core.db`, shared with the annotation store), so a catalog is always at a whole
+version. The database runs in WAL mode, so the library view can read while a scan writes from a worker thread; every
+thread gets its own connection. Every method raises :class:`~gui_app.core.errors.CatalogError` (never a raw
+``sqlite3`` error), naming the file.
+
+A damaged file (SQLite finds it malformed, a text no longer decodes, it is no longer a database) raises
+:class:`~gui_app.core.errors.CatalogDamagedError`. The catalog is derived data: :func:`open_for_scan` sets a damaged
+file aside (``catalog.sqlite.damaged-<time>``, never deleted) and starts a new one that the scan fills again; only
+the model scores it held are lost. The label store is a separate file and is never set aside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from operator import itemgetter
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gui_app.core import db
+from gui_app.core.errors import CatalogDamagedError, CatalogError, RollscopeError, clip
+from gui_app.core.trajectory.formats import FolderWalk, signature, split_selector
+from gui_app.core.trajectory.identity import trajectory_key
+from gui_app.core.scoring.score import Score, verdict
+from gui_app.core.trajectory.model import Trajectory
+
+CATALOG_DIR = ".rollscope"
+CATALOG_NAME = "catalog.sqlite"
+
+# Numbered schema files (gui_app/core/migrations/catalog/NNN_*.sql), applied by the one runner (gui_app.core.db).
+MIGRATIONS: tuple[db.Migration, ...] = db.load_migrations(db.MIGRATIONS_ROOT / "catalog")
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+# Paths of unrecognised files and folders a scan report lists (the count covers all of them).
+_UNRECOGNISED_EXAMPLES = 5
+# Units read per write transaction: large enough to be fast, small enough that a cancel or a crash loses little.
+_BATCH_UNITS = 256
+_BATCH_SECONDS = 1.0
+
+_FILTER_KEYS = {"format", "success", "has_error", "task", "min_p_success", "max_p_success", "scored", "label_refs"}
+# A row's outcome and the reward model's verdict in words, searched with its text ("fail" finds the failures).
+_SEARCH_FACTS = ("(CASE WHEN t.error IS NOT NULL THEN 'error' WHEN t.success = 1 THEN 'success' "
+                 "WHEN t.success = 0 THEN 'failure' ELSE '' END || ' ' || "
+                 "CASE WHEN s.unknown = 1 THEN 'unknown' WHEN s.success = 1 THEN 'success' "
+                 "WHEN s.success = 0 THEN 'failure' WHEN s.threshold IS NULL OR s.p_success IS NULL THEN '' "
+                 "WHEN s.p_success >= s.threshold THEN 'success' ELSE 'failure' END)")
+# Every word _SEARCH_FACTS can hold. A search word (never holding a space) that is part of none of them cannot match
+# it, so it is looked for in the text alone, without joining the scores (most words: "click", "settings").
+_FACT_WORDS = ("error", "success", "failure", "unknown")
+
+# What SQLite says of a damaged file (flipped bytes, a truncated page, a dropped table): the catalog is set aside and
+# rebuilt rather than read on. Locked, read-only or missing files are not damage.
+_DAMAGE = ("malformed", "not a database", "could not decode", "corrupt", "no such table", "file is encrypted")
+
+
+def _is_damage(exc: BaseException) -> bool:
+    if isinstance(exc, UnicodeDecodeError):  # a text whose bytes were flipped, where sqlite3 decodes it in Python
+        return True
+    return isinstance(exc, sqlite3.DatabaseError) and any(m in str(exc).lower() for m in _DAMAGE)
+
+
+# The one read path of the score: every reader of "a run's score" reads the view latest_scores (each key's latest
+# row of scores, the one table a score is stored in; migration 9), joined by key through the index scores(key, id).
+_JOIN = "LEFT JOIN latest_scores s ON s.key = t.key"
+# success is stored as 1/0/NULL; the column name's [type] makes sqlite3 turn it into True/False itself (connections
+# use PARSE_COLNAMES), so every selected tuple is already a CatalogRow's fields in order and rows are built without
+# a Python call per row (see _rows): about a sixth of the cost of the first query over 10,000 rows.
+_BOOL_TYPE = "rollscope_bool"
+sqlite3.register_converter(_BOOL_TYPE, defaultdict(lambda: True, {b"0": False}).__getitem__)
+_COLUMNS = f"""t.key, t.id, t.path, t.format, t.instruction, t.task, t.n_steps, t.duration,
+    t.success AS "success [{_BOOL_TYPE}]", t.score, t.outcome_source, s.p_success, s.first_error_step, t.error,
+    s.threshold, s.success AS "model_success [{_BOOL_TYPE}]", t.ref, s.unknown AS "model_unknown [{_BOOL_TYPE}]\""""
+_SELECT = f"SELECT {_COLUMNS} FROM trajectories t {_JOIN}"
+# A score's columns, as set_score writes them and latest_score reads them.
+_SCORE_COLUMNS = ("key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, "
+                  "keyframe_steps, mask_shapes, masks, threshold, success, ood, warnings, seconds, timings, unknown")
+# The columns a scan writes (a row's score is read from latest_scores, never stored in the row).
+_SCAN_COLUMNS = ("key, id, path, format, instruction, task, app, n_steps, duration, success, score, outcome_source, "
+                 "has_video, error, warnings, scanned_at, search, ref")
+
+
+class CatalogRow(NamedTuple):
+    """One trajectory as the library shows it (a tuple: cheap to build by the ten thousand).
+
+    Attributes:
+        key: what :func:`gui_app.core.trajectory.formats.load` accepts: the unit path or ``PATH#N``.
+        id: the trajectory's id (the unit's name when it failed to load).
+        path: the unit (file or directory) it was read from.
+        format: importer name.
+        instruction: the task as given to the agent.
+        task: ``metadata['task']`` when the format has it, else the app.
+        n_steps: number of steps (None when the unit failed to load).
+        duration: length in seconds, when known.
+        success: outcome as recorded by the source (True/False/None).
+        score: the source's raw score.
+        outcome_source: ``env``, ``human`` or ``model``.
+        p_success: latest reward-model probability of success (None when never scored).
+        first_error_step: latest reward-model first-error step.
+        error: load error text; None when the trajectory loaded.
+        threshold: the decision threshold of the model that made the latest score (None: never scored, or scored
+            before the catalog kept thresholds).
+        model_success: the latest score's verdict (:attr:`gui_app.core.scoring.score.Score.success`), None when unknown.
+        ref: the library key (the unit's path within the library, ``#N`` for a multi-trajectory file): unique and
+            stable, what labels are keyed by (:mod:`gui_app.core.trajectory.identity`).
+        model_unknown: the latest score says the model cannot judge this run
+        (:attr:`gui_app.core.scoring.score.Score.unknown`);
+            None when never scored.
+
+    The rest of what the catalog knows of a trajectory (app, video, warnings, scoring model) is in
+    :meth:`Catalog.info`; keeping rows to these fields keeps a 10,000-row query fast.
+    """
+
+    key: str
+    id: str
+    path: str
+    format: str | None
+    instruction: str
+    task: str | None
+    n_steps: int | None
+    duration: float | None
+    success: bool | None
+    score: float | None
+    outcome_source: str | None
+    p_success: float | None
+    first_error_step: int | None
+    error: str | None
+    threshold: float | None
+    model_success: bool | None
+    ref: str = ""
+    model_unknown: bool | None = None
+
+
+class ModelUse(NamedTuple):
+    """A model that has scored the library: its name (``Score.model``), how many scores it gave, and when it last
+    scored (seconds since the epoch)."""
+
+    model: str
+    n_scores: int
+    last_scored_at: float
+
+
+class ModelDisagreement(NamedTuple):
+    """A trajectory two models judge differently: its key, each model's latest ``p_success`` and verdict."""
+
+    key: str
+    p_a: float | None
+    p_b: float | None
+    success_a: bool
+    success_b: bool
+
+    @property
+    def gap(self) -> float:
+        """How far apart the two probabilities are (0 when one is unknown): the wider, the sharper the question."""
+        return 0.0 if self.p_a is None or self.p_b is None else abs(float(self.p_a) - float(self.p_b))
+
+
+def pack_masks(masks: Sequence[Any]) -> tuple[str, bytes]:
+    """Per-keyframe bool masks as (JSON list of their shapes, their bits packed 8 to a byte, concatenated).
+
+    Each mask is packed on its own (padded to a whole byte), so masks of different shapes round-trip. A 14 x 20
+    grid (224-px working size) takes 35 bytes instead of 280 as bools or ~1 KB as JSON.
+
+    Args:
+        masks: per keyframe, a (rows, cols) bool array (any array-like; non-zero is kept).
+    """
+    import numpy as np
+
+    shapes, parts = [], []
+    for m in masks:
+        a = np.asarray(m, dtype=bool)
+        shapes.append([int(d) for d in a.shape])  # a flat mask stays flat: the overlay fits it to the frame
+        parts.append(np.packbits(a, axis=None).tobytes())
+    return json.dumps(shapes), b"".join(parts)
+
+
+def unpack_masks(shapes_json: str | None, blob: bytes | None) -> list[Any]:
+    """The masks :func:`pack_masks` packed: a list of bool arrays of the stored shapes ([] when none were stored).
+
+    Raises:
+        CatalogError: the blob does not hold the bits the shapes call for (a damaged row).
+    """
+    import numpy as np
+
+    if not shapes_json or blob is None:
+        return []
+    shapes = json.loads(shapes_json)
+    bits = np.frombuffer(blob, dtype=np.uint8)
+    out, at = [], 0
+    for shape in shapes:
+        n = int(np.prod(shape, dtype=np.int64))
+        nbytes = (n + 7) // 8
+        if at + nbytes > bits.size:
+            raise CatalogError(f"stored pruning masks are truncated: {bits.size} bytes for shapes {shapes}")
+        out.append(np.unpackbits(bits[at:at + nbytes], count=n).astype(bool).reshape([int(d) for d in shape]))
+        at += nbytes
+    return out
+
+
+@dataclass
+class ScanReport:
+    """What a scan found.
+
+    Attributes:
+        trajectories: trajectories that loaded, in every unit under the root (read now or unchanged since).
+        by_format: the same count per importer name.
+        errors: ``{"path", "error"}`` for every unit under the root that does not load.
+        seconds: wall time of the scan.
+        skipped: units left unread because their size and mtime did not change.
+        units: units found under the root.
+        removed: units that disappeared since the last scan (their rows are gone).
+        cancelled: the scan stopped early on request; what was read so far is kept.
+        unrecognised: files and folders the walk passed over without finding a unit in them (data files no
+            importer claims, folders with files but no trajectory, hidden folders), so nothing is dropped unsaid.
+        unrecognised_examples: the first few of them, as ``"path (why)"``.
+        notes: what the caller wants the user to read about the scan (labels that could not follow their
+            trajectory to its library key, for one).
+    """
+
+    trajectories: int = 0
+    by_format: dict[str, int] = field(default_factory=dict)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    skipped: int = 0
+    units: int = 0
+    removed: int = 0
+    cancelled: bool = False
+    unrecognised: int = 0
+    unrecognised_examples: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+ProgressFn = Callable[[int, int | None, str], None]
+CancelFn = Callable[[], bool]
+
+
+def _error_text(exc: BaseException) -> str:
+    # Our own errors already name file, line and field; anything else is an importer bug, so say what kind.
+    return clip(str(exc) if isinstance(exc, RollscopeError) else f"{type(exc).__name__}: {exc}")
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _sql_value(value: Any) -> Any:
+    """``value`` as SQLite can store it: an integer beyond 64 bits as a float (None past a float's range), text
+    with a lone surrogate (JSON's ``"\\ud800"``) with it replaced. Raw values would make the batch's insert raise
+    and take the good units beside a bad one down with it."""
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def _task_of(traj: Trajectory) -> str | None:
+    task = traj.metadata.get("task") if isinstance(traj.metadata, dict) else None
+    if task is None or task == "":
+        return traj.app
+    return task if isinstance(task, str) else json.dumps(task, ensure_ascii=False)
+
+
+class Catalog:
+    """The library index of one or more trees of trajectories.
+
+    Args:
+        db_path: the SQLite file (created with its folder when missing).
+        library_root: the folder library keys are relative to (see :mod:`gui_app.core.trajectory.identity`); default:
+        the
+            folder holding ``.rollscope/`` when the file is ``.../.rollscope/catalog.sqlite``, else none (keys
+            stay absolute).
+
+    Raises:
+        CatalogError: the file cannot be created or opened, is not a catalog, or was written by a newer Rollscope.
+    """
+
+    def __init__(self, db_path: str | Path, library_root: str | Path | None = None):
+        self.db_path = Path(db_path)
+        if library_root is None and self.db_path.parent.name == CATALOG_DIR:
+            library_root = self.db_path.parent.parent
+        self.library_root = Path(os.path.abspath(library_root)) if library_root is not None else None
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns: list[sqlite3.Connection] = []
+        # Query caches, shared by all threads (see _snapshot). Each is one tuple replaced whole and never changed
+        # after it is published, so a reader in any thread sees a complete one without a lock.
+        self._cache: tuple[tuple[int, int], list[CatalogRow]] | None = None
+        self._position: tuple[list[CatalogRow], dict[str, int]] | None = None
+        self._last_query: tuple[tuple[int, int], tuple[Any, ...], list[CatalogRow]] | None = None
+        try:
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CatalogError(f"{self.db_path}: cannot create the catalog folder: {exc.strerror or exc}") from exc
+        try:
+            self._migrate(self._conn())
+        except CatalogError:
+            self.close()
+            raise
+
+    @classmethod
+    def for_root(cls, root: str | Path) -> Catalog:
+        """The catalog kept inside a folder: ``root/.rollscope/catalog.sqlite``."""
+        return cls(Path(root) / CATALOG_DIR / CATALOG_NAME)
+
+    # -- connections and schema ------------------------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves so every write is one explicit transaction.
+        # check_same_thread=False only so close() may close every thread's connection; each thread uses its own.
+        try:
+            conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False, timeout=30.0,
+                                   detect_types=sqlite3.PARSE_COLNAMES)
+        except sqlite3.Error as exc:
+            raise self._failure(exc, "open the catalog") from exc
+        try:
+            # Check what the file is before switching it to WAL: a foreign or newer file is left untouched.
+            try:
+                db.check_version(conn, MIGRATIONS)
+            except db.MigrationError as exc:
+                if exc.__cause__ is not None and self._damaged(exc.__cause__):
+                    raise CatalogDamagedError(self.db_path, str(exc.__cause__)) from exc
+                raise CatalogError(f"{self.db_path}: {exc}") from exc
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                # With WAL, NORMAL never corrupts the file and a crash of the app loses no commit; only a power cut
+                # may drop the last ones (a rescan restores rows; model scores are re-computable). FULL would fsync
+                # every commit: 4.5 ms per set_score here against 0.08 ms.
+                conn.execute("PRAGMA synchronous=NORMAL")
+            except sqlite3.Error as exc:
+                raise self._failure(exc, "open the catalog") from exc
+        except CatalogError:
+            conn.close()
+            raise
+        self._local.conn = conn
+        with self._lock:
+            self._conns.append(conn)
+        return conn
+
+    def _damaged(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says this catalog is damaged. A file that is "not a database" counts only when it starts as
+        SQLite's do (its header was damaged): anything else at the path is not ours to set aside."""
+        if not _is_damage(exc):
+            return False
+        if "not a database" not in str(exc).lower():
+            return True
+        try:
+            with open(self.db_path, "rb") as fh:
+                return fh.read(16) == b"SQLite format 3\x00"
+        except OSError:
+            return False
+
+    def _failure(self, exc: BaseException, what: str) -> CatalogError:
+        """The domain error for a failed SQLite call: :class:`CatalogDamagedError` when the file is damaged."""
+        if self._damaged(exc):
+            return CatalogDamagedError(self.db_path, str(exc))
+        return CatalogError(f"{self.db_path}: cannot {what}: {exc}")
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        try:
+            db.migrate(conn, MIGRATIONS)
+        except db.MigrationError as exc:
+            if exc.__cause__ is not None and self._damaged(exc.__cause__):
+                raise CatalogDamagedError(self.db_path, str(exc.__cause__)) from exc
+            raise CatalogError(f"{self.db_path}: {exc}") from exc
+        self._backfill_refs(conn)
+
+    def _backfill_refs(self, conn: sqlite3.Connection) -> None:
+        """Give rows written before library keys existed (migration 6) their key; a no-op once every row has one.
+        Not a SQL migration: the key is the row's path relative to the library root, which only this object
+        knows."""
+        with self._reading():
+            rows = conn.execute("SELECT key FROM trajectories WHERE ref IS NULL").fetchall()
+        if not rows:
+            return
+
+        def write() -> None:
+            conn.executemany("UPDATE trajectories SET ref = ? WHERE key = ?",
+                             [(trajectory_key(k, self.library_root), k) for (k,) in rows])
+
+        self._rows_write(conn, write, "cannot give existing rows their library keys")
+
+    def _rows_write(self, conn: sqlite3.Connection, fn: Callable[[], None], what: str) -> None:
+        """Run ``fn``'s writes to the trajectory rows as one transaction that also bumps the rows' version."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            fn()
+            conn.execute("UPDATE meta SET rows_version = rows_version + 1")
+            conn.execute("COMMIT")
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if self._damaged(exc):
+                raise CatalogDamagedError(self.db_path, str(exc)) from exc
+            raise CatalogError(f"{self.db_path}: {what}: {exc}") from exc
+
+    @property
+    def schema_version(self) -> int:
+        with self._reading():
+            return db.schema_version(self._conn())
+
+    @contextmanager
+    def _reading(self, what: str = "read the catalog") -> Iterator[None]:
+        """Turn a ``sqlite3`` error into a :class:`CatalogError` naming the file (callers see domain errors only);
+        a damaged file's into a :class:`CatalogDamagedError`."""
+        try:
+            yield
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise self._failure(exc, what) from exc
+
+    def check(self) -> None:
+        """Look for damage: SQLite's ``PRAGMA quick_check``, then every text the catalog holds read back (a flipped
+        byte inside a text leaves the pages sound but the text undecodable, which ``quick_check`` does not see).
+        Reads the whole file: a scan runs it, a query does not.
+
+        Raises:
+            CatalogDamagedError: the file is damaged.
+            CatalogError: it cannot be read.
+        """
+        with self._reading("check the catalog"):
+            conn = self._conn()
+            found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+            if found != ["ok"]:
+                raise CatalogDamagedError(self.db_path, "; ".join(found))
+            tables = [t for (t,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+            for table in tables:
+                cols = [c[1] for c in conn.execute(f'PRAGMA table_info("{table}")')
+                        if "TEXT" in str(c[2]).upper() or not c[2]]
+                if cols:
+                    select = ", ".join(f'"{c}"' for c in cols)
+                    for _ in conn.execute(f'SELECT {select} FROM "{table}"'):
+                        pass
+
+    def close(self) -> None:
+        """Close every connection this catalog opened (in any thread)."""
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- scanning --------------------------------------------------------------------------------------------
+
+    def scan(self, root: str | Path, progress: ProgressFn | None = None, cancel: CancelFn | None = None,
+             force: bool = False, tasks_roots: Sequence[str | Path] | None = None) -> ScanReport:
+        """Index every trajectory under ``root`` (a folder, or one unit).
+
+        Each unit is loaded with its importer; a unit that fails to load is recorded as one row carrying the error
+        and listed in ``report.errors`` -- the scan goes on. Units whose size and mtime did not change since the
+        last scan are skipped unless ``force``; rows of units that disappeared from under ``root`` are removed
+        (with their scores). Writes are batched in transactions; a cancelled or interrupted scan keeps every
+        batch already written, and each batch is whole.
+
+        Args:
+            root: folder (or single unit) to index.
+            progress: called as ``progress(done, total, current_path)``; while the tree is still being walked
+                ``total`` is None and ``done`` counts units found so far, then ``done`` counts units processed.
+            cancel: polled between units; returning True stops the scan (``report.cancelled``).
+            force: re-read every unit even when unchanged.
+            tasks_roots: where OSWorld task configs are looked for (``--tasks-root``); None: the user's default
+                (see :func:`gui_app.core.trajectory.formats.load_unit`).
+
+        Raises:
+            CatalogError: ``root`` does not exist, or the database cannot be written.
+        """
+        from gui_app.core.trajectory import formats
+
+        t0 = time.perf_counter()
+        root = Path(os.path.abspath(root))
+        if not root.exists():
+            raise CatalogError(f"{root}: no such file or directory; nothing to scan")
+        report = ScanReport()
+        conn = self._conn()
+
+        def passed_over(path: Path, why: str) -> None:
+            report.unrecognised += 1
+            if len(report.unrecognised_examples) < _UNRECOGNISED_EXAMPLES:
+                report.unrecognised_examples.append(f"{path} ({why})")
+
+        with self._reading():
+            walked_before = self._known_folders(conn, str(root))
+        seen: dict[str, FolderWalk] = {}
+        units: list[tuple[str, Any]] = []
+        for unit, imp in formats.find_units(root, unrecognised=passed_over, memo=None if force else walked_before,
+                                            seen=seen):
+            if cancel is not None and cancel():
+                report.cancelled = True
+                break
+            units.append((str(unit), imp))
+            if progress is not None:
+                progress(len(units), None, str(unit))
+        report.units = len(units)
+
+        with self._reading():
+            known = self._known_units(conn, str(root))  # path -> (size, mtime_ns, n_entries, format)
+            counts = self._stored_counts(conn, str(root))  # path -> (format, n_ok, error or None)
+
+        batch: list[tuple[str, str, tuple[int, int, int], list[tuple[Any, ...]]]] = []
+        last_flush = time.perf_counter()
+        total = len(units)
+        for done, (path, imp) in enumerate(units, 1):
+            if cancel is not None and cancel():
+                report.cancelled = True
+                break
+            err: str | None
+            try:
+                walked = seen.get(path)
+                sig = walked.signature if walked is not None else signature(path)  # a folder's: listed by the walk
+            except OSError as exc:
+                # Vanished or unreadable between the walk and now: record it like any unit that does not load.
+                sig, trajs, err = (0, 0, 0), None, f"{path}: cannot read: {exc.strerror or exc}"
+            else:
+                old = known.get(path)
+                if not force and old is not None and old[:3] == sig and old[3] == imp.name and path in counts:
+                    report.skipped += 1
+                    fmt, n_ok, stored_error = counts[path]
+                    self._tally(report, fmt, n_ok, path, stored_error)
+                    if progress is not None:
+                        progress(done, total, path)
+                    continue
+                trajs, err = self._load_unit(Path(path), imp, self.library_root or root, tasks_roots)
+            rows = self._unit_rows(path, imp.name, trajs, err, time.time())
+            batch.append((path, imp.name, sig, rows))
+            row_error = rows[0][13] if len(rows) == 1 else None  # the error column: set on a unit's one error row
+            self._tally(report, imp.name, 0 if row_error else len(rows), path, row_error)
+            if len(batch) >= _BATCH_UNITS or time.perf_counter() - last_flush > _BATCH_SECONDS:
+                self._write_units(conn, batch)
+                batch, last_flush = [], time.perf_counter()
+            if progress is not None:
+                progress(done, total, path)
+        if batch:
+            self._write_units(conn, batch)
+
+        self._write_folders(conn, walked_before, seen, complete=not report.cancelled)
+        if not report.cancelled:
+            # Only a complete walk tells which units are gone. A folder's own catalog (FOLDER/.rollscope) holds
+            # that folder only: rows from elsewhere were indexed before the folder was copied or moved here.
+            gone = set(known) - {p for p, _ in units}
+            if root.is_dir() and self.db_path.resolve().parent == (root / CATALOG_DIR).resolve():
+                with self._reading():
+                    gone |= self._units_outside(conn, str(root))
+            if gone:
+                self._remove_units(conn, sorted(gone))
+            report.removed = len(gone)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    @staticmethod
+    def _tally(report: ScanReport, fmt: str | None, n_ok: int, path: str, error: str | None) -> None:
+        report.trajectories += n_ok
+        if n_ok and fmt:
+            report.by_format[fmt] = report.by_format.get(fmt, 0) + n_ok
+        if error is not None:
+            report.errors.append({"path": path, "error": error})
+
+    @staticmethod
+    def _load_unit(path: Path, imp: Any, library_root: Path,
+                   tasks_roots: Sequence[str | Path] | None = None) -> tuple[list[Trajectory] | None, str | None]:
+        from gui_app.core.trajectory.formats import load_unit
+
+        try:
+            # align=False: placing steps in a recording decodes the whole video, and a listing needs no step times.
+            trajs = load_unit(path, imp, align=False, library_root=library_root, tasks_roots=tasks_roots)
+        except Exception as exc:  # noqa: BLE001 -- one bad unit (or importer bug) must not end a scan of thousands
+            return None, _error_text(exc)
+        if not trajs:
+            return None, f"{path}: holds no trajectory"
+        return trajs, None
+
+    @staticmethod
+    def _under(root: str) -> tuple[str, tuple[str, str, str]]:
+        # Paths equal to root or below it: root/... sorts between root + sep and root + chr(ord(sep) + 1).
+        base = root.rstrip(os.sep)
+        return "path = ? OR (path >= ? AND path < ?)", (root, base + os.sep, base + chr(ord(os.sep) + 1))
+
+    def _units_outside(self, conn: sqlite3.Connection, root: str) -> set[str]:
+        where, args = self._under(root)
+        return {r[0] for r in conn.execute(f"SELECT path FROM files WHERE NOT ({where})", args)}
+
+    def _known_units(self, conn: sqlite3.Connection, root: str) -> dict[str, tuple[int, int, int, str | None]]:
+        where, args = self._under(root)
+        rows = conn.execute(f"SELECT path, size, mtime_ns, n_entries, format FROM files WHERE {where}", args)
+        return {p: (s, m, n, f) for p, s, m, n, f in rows}
+
+    def _known_folders(self, conn: sqlite3.Connection, root: str) -> dict[str, FolderWalk]:
+        where, args = self._under(root)
+        out = {}
+        for path, size, mtime, n, importer, files in conn.execute(
+                f"SELECT path, size, mtime_ns, n_entries, importer, files FROM folders WHERE {where}", args):
+            try:
+                decided = {} if files == "{}" else json.loads(files)  # most folders hold no file
+            except ValueError:  # not what we wrote: that folder is walked afresh
+                continue
+            if isinstance(decided, dict):
+                out[path] = FolderWalk((size, mtime, n), importer, decided)
+        return out
+
+    def _write_folders(self, conn: sqlite3.Connection, memo: dict[str, FolderWalk], seen: dict[str, FolderWalk],
+                       complete: bool) -> None:
+        """Keep this walk's decisions (``seen``) for the next one: those that changed since the last (``memo``, the
+        folders under this walk's root), and, after a complete walk, forget the folders it no longer found."""
+        now = time.time()
+        changed = [(p, w.signature[0], w.signature[1], w.signature[2], w.importer, json.dumps(w.files), now)
+                   for p, w in seen.items() if memo.get(p) != w]
+        gone = [(p,) for p in memo if p not in seen] if complete else []
+        if not changed and not gone:
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT OR REPLACE INTO folders VALUES (?,?,?,?,?,?,?)", changed)
+            conn.executemany("DELETE FROM folders WHERE path = ?", gone)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._failure(exc, "write the catalog") from exc
+
+    def _stored_counts(self, conn: sqlite3.Connection, root: str) -> dict[str, tuple[str | None, int, str | None]]:
+        where, args = self._under(root)
+        rows = conn.execute(
+            f"SELECT path, MAX(format), SUM(error IS NULL), MAX(error) FROM trajectories WHERE {where} GROUP BY path",
+            args)
+        return {p: (f, int(n or 0), e) for p, f, n, e in rows}
+
+    def _write_units(self, conn: sqlite3.Connection,
+                     batch: list[tuple[str, str, tuple[int, int, int], list[tuple[Any, ...]]]]) -> None:
+        now = time.time()
+        traj_rows: list[tuple[Any, ...]] = []
+        file_rows = []
+        paths = []
+        for path, fmt, (size, mtime, n_entries), rows in batch:
+            stored = rows[0][2]  # the path column (see _unit_rows)
+            paths.append((stored,))
+            file_rows.append((stored, fmt, size, mtime, n_entries, now))
+            traj_rows.extend(rows)
+
+        def write() -> None:
+            conn.executemany("DELETE FROM trajectories WHERE path = ?", paths)
+            conn.executemany(f"INSERT OR REPLACE INTO trajectories ({_SCAN_COLUMNS}) "
+                             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             traj_rows)
+            conn.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)", file_rows)
+
+        self._rows_write(conn, write, "cannot write the catalog")
+
+    def _unit_rows(self, path: str, fmt: str, trajs: list[Trajectory] | None, err: str | None,
+                   now: float) -> list[tuple[Any, ...]]:
+        """The trajectory rows of one unit: one per trajectory, or one carrying the error; every value one SQLite
+        can store (see :func:`_sql_value`), so one unit's odd value never fails the batch it is written with."""
+        stored = _sql_value(path)
+        if stored != path:  # a name that is not UTF-8 (undecodable bytes): SQLite text cannot hold it as it is
+            path, trajs, err = stored, None, f"{stored}: the file name is not valid UTF-8; rename it to index it"
+
+        def error_row(text: str | None) -> list[tuple[Any, ...]]:
+            name = os.path.basename(path.rstrip(os.sep)) or path
+            return [tuple(map(_sql_value, (path, name, path, fmt, "", None, None, None, None, None, None, None, 0,
+                                           clip(text or f"{path}: holds no trajectory"), 0, now, name.lower(),
+                                           trajectory_key(path, self.library_root))))]
+
+        if trajs is None:
+            return error_row(err)
+        multi = len(trajs) > 1
+        rows = []
+        try:
+            for i, t in enumerate(trajs):
+                key = f"{path}#{i}" if multi else path
+                task = _task_of(t)
+                ref = trajectory_key(key, self.library_root)
+                search = " ".join(x for x in (t.id, t.instruction, task, ref) if x).lower()
+                success = t.outcome.success
+                rows.append(tuple(map(_sql_value, (
+                    key, t.id, path, fmt, t.instruction or "", task, t.app, t.n_steps, t.duration,
+                    None if success is None else int(success), t.outcome.score, t.outcome.source,
+                    int(t.video is not None), None, len(t.warnings), now, search, ref))))
+        except Exception as exc:  # noqa: BLE001 -- a unit whose fields will not make a row is an error row
+            return error_row(f"{path}: cannot be indexed: {_error_text(exc)}")
+        return rows
+
+    def _remove_units(self, conn: sqlite3.Connection, paths: list[str]) -> None:
+        """Drop the rows of vanished units with their scores, in one transaction. A score first follows its run to
+        the row now holding the same library key, when that row has no score of its own: the library moved (or was
+        copied) with its ``.rollscope``, its units did not change. The score moves whole, in the one table it is
+        stored in (its key is rewritten; nothing is copied)."""
+        args = [(p,) for p in paths]
+        gone = json.dumps(paths)  # one parameter however many units went (SQLite limits a statement's parameters)
+
+        def write() -> None:
+            moves = conn.execute(
+                "SELECT old.key, new.key FROM trajectories old JOIN trajectories new ON new.ref = old.ref "
+                "AND new.key != old.key WHERE old.path IN (SELECT value FROM json_each(?1)) "
+                "AND new.path NOT IN (SELECT value FROM json_each(?1)) "
+                "AND EXISTS (SELECT 1 FROM scores WHERE key = old.key)", (gone,)).fetchall()
+            for old, new in moves:
+                if conn.execute("SELECT 1 FROM scores WHERE key = ?", (new,)).fetchone() is None:
+                    conn.execute("UPDATE scores SET key = ? WHERE key = ?", (new, old))
+            conn.executemany("DELETE FROM scores WHERE key IN (SELECT key FROM trajectories WHERE path = ?)", args)
+            conn.executemany("DELETE FROM trajectories WHERE path = ?", args)
+            conn.executemany("DELETE FROM files WHERE path = ?", args)
+
+        self._rows_write(conn, write, "cannot write the catalog")
+
+    # -- reading ---------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _where(text: str, filters: dict[str, Any] | None) -> tuple[str, list[Any]]:
+        """What follows ``FROM trajectories t`` to keep the rows matching ``text`` and ``filters``, and its
+        arguments: the WHERE clause, after the join to the latest scores when it reads them (only then: it costs a
+        lookup per row)."""
+        clauses: list[str] = []
+        args: list[Any] = []
+        scores = False  # whether a clause reads the latest score (s.*)
+        # Text search: every word must occur in the lower-cased id/instruction/task (instr: no LIKE escaping), the
+        # outcome or the model's verdict in words, or (filter ``label_refs``: {word: library keys}, what the label
+        # store matched) the row's labels.
+        label_refs = (filters or {}).get("label_refs") or {}
+        for word in text.lower().split():
+            facts = any(word in fact for fact in _FACT_WORDS)
+            scores |= facts
+            clauses.append("instr(t.search, ?) > 0" + (f" OR instr({_SEARCH_FACTS}, ?) > 0" if facts else "")
+                           + (" OR t.ref IN (SELECT value FROM json_each(?))" if word in label_refs else ""))
+            args.extend([word, *([word] if facts else []),
+                         *([json.dumps(list(label_refs[word]))] if word in label_refs else [])])
+        f = dict(filters or {})
+        unknown = set(f) - _FILTER_KEYS
+        if unknown:
+            raise CatalogError(f"unknown catalog filter(s): {', '.join(sorted(unknown))}; "
+                               f"known: {', '.join(sorted(_FILTER_KEYS))}")
+        if f.get("format") is not None:
+            fmts = [f["format"]] if isinstance(f["format"], str) else list(f["format"])
+            clauses.append(f"t.format IN ({','.join('?' * len(fmts))})")
+            args.extend(fmts)
+        if "success" in f:
+            s = f["success"]
+            if s is None or s == "unknown":
+                clauses.append("t.success IS NULL AND t.error IS NULL")
+            else:
+                clauses.append("t.success = ?")
+                args.append(int(bool(s)))
+        if f.get("has_error") is not None:
+            clauses.append("t.error IS NOT NULL" if f["has_error"] else "t.error IS NULL")
+        if f.get("task") is not None:
+            clauses.append("t.task = ?")
+            args.append(f["task"])
+        if f.get("min_p_success") is not None:
+            clauses.append("s.p_success >= ?")
+            args.append(float(f["min_p_success"]))
+        if f.get("max_p_success") is not None:
+            clauses.append("s.p_success <= ?")
+            args.append(float(f["max_p_success"]))
+        if f.get("scored") is not None:
+            # A run has a latest score when it has any: one look into the index, without finding which is latest.
+            clauses.append("t.key " + ("" if f["scored"] else "NOT ") + "IN (SELECT key FROM scores)")
+        scores |= any(f.get(name) is not None for name in ("min_p_success", "max_p_success"))
+        if not clauses:
+            return "", args
+        return (f"{_JOIN} " if scores else "") + "WHERE " + " AND ".join(f"({c})" for c in clauses), args
+
+    def _snapshot(self, conn: sqlite3.Connection) -> tuple[tuple[int, int], list[CatalogRow]]:
+        """(version token, every row sorted by key), cached for all threads and kept current cheaply.
+
+        Building 10,000 Python rows is most of a query's cost, and the library re-queries on every keystroke of
+        its search box, every click on a column header and every page it shows, while the data change only when
+        a scan or a scoring run writes. The token is (``meta.rows_version``, largest score id): when only the
+        scores moved (a scoring run), the new latest scores are patched into the cached rows; when the rows moved
+        (a scan), they are re-read. Both numbers live in the database, so writes by other threads and processes
+        are seen. Called inside a read transaction, so the rows and any filter query that follows agree.
+        """
+        token = conn.execute("SELECT rows_version, (SELECT IFNULL(MAX(id), 0) FROM scores) FROM meta").fetchone()
+        cached = self._cache
+        if cached is not None and cached[0] == token:
+            return cached
+        if cached is not None and cached[0][0] == token[0] and cached[0][1] < token[1]:
+            old_rows = cached[1]
+            position = self._position
+            if position is None or position[0] is not old_rows:
+                position = (old_rows, {r.key: i for i, r in enumerate(old_rows)})
+            rows = list(old_rows)
+            new = conn.execute("SELECT key, p_success, first_error_step, threshold, "
+                               f"success AS \"success [{_BOOL_TYPE}]\", unknown AS \"unknown [{_BOOL_TYPE}]\" "
+                               "FROM latest_scores WHERE score_id > ?", (cached[0][1],))
+            for key, p_success, first_error_step, threshold, verdict, unknown in new:
+                i = position[1].get(key)
+                if i is not None:
+                    rows[i] = rows[i]._replace(p_success=p_success, first_error_step=first_error_step,
+                                               threshold=threshold, model_success=verdict, model_unknown=unknown)
+            self._position = (rows, position[1])
+            snapshot = (token, rows)
+        else:
+            rows = _rows(conn.execute(_SELECT))
+            rows.sort(key=itemgetter(0))  # a table scan comes in insertion order: near key order, so this is cheap
+            snapshot = (token, rows)
+        self._cache = snapshot
+        return snapshot
+
+    def query(self, text: str = "", filters: dict[str, Any] | None = None, order_by: str = "instruction",
+              descending: bool = False, limit: int | None = None, offset: int = 0) -> list[CatalogRow]:
+        """Rows for the library view.
+
+        Filtering and search run in SQL; sorting runs in Python over the cached rows (see :meth:`_snapshot`),
+        which for a full 10,000-row list is several times faster than SQLite's sorter carrying every column.
+
+        Args:
+            text: words that must all occur (case-insensitively) in the id, instruction or task, the outcome or
+                the model's verdict (``success``, ``failure``, ``unknown``, ``error``), or the labels ``label_refs``
+                matched.
+            filters: any of ``format`` (a name or a list), ``success`` (True, False, or None / 'unknown'),
+                ``has_error`` (bool), ``task``, ``min_p_success``, ``max_p_success``, ``scored`` (bool),
+                ``label_refs`` ({word: library keys} whose labels hold the word, from the label store).
+            order_by: a :class:`CatalogRow` field; text sorts ignore case, ties break by key.
+            descending: reverse the order (missing values still sort last).
+            limit: at most this many rows (all when None).
+            offset: skip this many rows first.
+
+        Raises:
+            CatalogError: an unknown filter or sort column.
+        """
+        if order_by not in _SORT_KEYS:
+            raise CatalogError(f"cannot sort the catalog by {order_by!r}; columns: {', '.join(_SORT_KEYS)}")
+        where, args = self._where(text, filters)
+        # A view reads one order page by page: remember the last full result so the next page is a slice.
+        params = (where, tuple(args), order_by, descending)
+        with self._reading():
+            conn = self._conn()
+            conn.execute("BEGIN")  # one read snapshot for the rows and the filter
+            try:
+                token, rows = self._snapshot(conn)
+                last = self._last_query
+                if last is not None and last[0] == token and last[1] == params:
+                    rows = last[2]
+                else:
+                    if where:
+                        # The keys of the matching rows (not rowids: then the cached rows need no rowid column and
+                        # are built straight from SQLite's tuples; a key's hash is computed once and kept).
+                        keep = {k for (k,) in conn.execute(f"SELECT t.key FROM trajectories t {where}", args)}
+                        rows = [r for r in rows if r[0] in keep]
+                    rows = _sorted(rows, order_by, descending)
+                    self._last_query = (token, params, rows)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+        # Always a new list: callers may change theirs without touching the cached one.
+        return rows[offset:None if limit is None else offset + limit]
+
+    def count(self, text: str = "", filters: dict[str, Any] | None = None) -> int:
+        """How many rows :meth:`query` would return with the same text and filters."""
+        where, args = self._where(text, filters)
+        with self._reading():
+            return int(self._conn().execute(f"SELECT COUNT(*) FROM trajectories t {where}", args).fetchone()[0])
+
+    def get(self, key: str) -> CatalogRow | None:
+        """The row of one trajectory by its key (a path, as :func:`gui_app.core.trajectory.formats.load` takes it) or
+        its
+        library key; None when the catalog holds neither."""
+        with self._reading():
+            conn = self._conn()
+            row = conn.execute(f"{_SELECT} WHERE t.key = ?", (str(key),)).fetchone()
+            if row is None:
+                row = conn.execute(f"{_SELECT} WHERE t.ref = ?", (str(key),)).fetchone()
+        return None if row is None else _row(row)
+
+    def find(self, ident: str) -> list[CatalogRow]:
+        """The rows ``ident`` may name: the one whose key or library key it is, else every row whose own id
+        (the format's) it is. More than one row means the id is ambiguous (see :func:`gui_app.core.trajectory.identity.
+        resolve`)."""
+        row = self.get(ident)
+        if row is not None:
+            return [row]
+        with self._reading():
+            return _rows(self._conn().execute(f"{_SELECT} WHERE t.id = ? ORDER BY t.ref", (str(ident),)))
+
+    def refs(self) -> set[str]:
+        """Every library key in the catalog."""
+        with self._reading():
+            return {r for (r,) in self._conn().execute("SELECT ref FROM trajectories WHERE ref IS NOT NULL")}
+
+    def score_key(self, key: str) -> str:
+        """The key the scores of one trajectory are stored under, whichever name it is given by: its library key
+        (:attr:`Trajectory.key <gui_app.core.trajectory.model.Trajectory.key>`, a row's ``ref``), its catalog key, or
+        its
+        path (a relative one taken from the working folder, as ``rollscope score`` is given it). The one computation
+        :meth:`set_score` and :meth:`latest_score` key by, so a score written under one name is read under any other.
+
+        A path is turned into its library key by :func:`gui_app.core.trajectory.identity.trajectory_key`, as the rows'
+        keys
+        are; the scores are stored by the key of the row holding that library key (the table joins rows by it). A
+        trajectory not scanned yet gets the key its row will have: its absolute path.
+        """
+        text = str(key)
+        named_path = os.path.isabs(text) or os.path.lexists(split_selector(text)[0])
+        ref = trajectory_key(text, self.library_root) if named_path else text
+        with self._reading():
+            row = self._conn().execute("SELECT key FROM trajectories WHERE ref = ? ORDER BY scanned_at DESC LIMIT 1",
+                                       (ref,)).fetchone()
+        if row is not None:
+            return str(row[0])
+        if named_path or self.library_root is None:
+            return os.path.abspath(text)
+        return os.path.join(self.library_root, text)
+
+    def info(self, key: str) -> dict[str, Any] | None:
+        """Everything the catalog holds on one trajectory: its row's fields plus ``app``, ``has_video``,
+        ``warnings`` (count), ``scanned_at`` and the latest score's ``model`` and ``scored_at``; None when absent."""
+        with self._reading():
+            cur = self._conn().execute(
+                "SELECT t.key, t.id, t.path, t.format, t.instruction, t.task, t.app, t.n_steps, t.duration, t.success,"
+                " t.score, t.outcome_source, t.has_video, t.error, t.warnings, t.scanned_at, s.p_success,"
+                f" s.first_error_step, s.model, s.scored_at FROM trajectories t {_JOIN} WHERE t.key = ?", (str(key),))
+            row = cur.fetchone()
+        if row is None:
+            return None
+        out = dict(zip([d[0] for d in cur.description], row))
+        out["success"] = None if out["success"] is None else bool(out["success"])
+        out["has_video"] = bool(out["has_video"])
+        return out
+
+    def keys(self) -> list[str]:
+        """Every key in the catalog, sorted."""
+        with self._reading():
+            return [k for (k,) in self._conn().execute("SELECT key FROM trajectories ORDER BY key")]
+
+    def __len__(self) -> int:
+        with self._reading():
+            return int(self._conn().execute("SELECT COUNT(*) FROM trajectories").fetchone()[0])
+
+    def tasks(self) -> list[str]:
+        """The distinct tasks, sorted (for the library's task filter)."""
+        with self._reading():
+            return [t for (t,) in self._conn().execute(
+                "SELECT DISTINCT task FROM trajectories WHERE task IS NOT NULL ORDER BY task COLLATE NOCASE")]
+
+    def formats(self) -> list[str]:
+        """The distinct formats, sorted (for the library's format filter)."""
+        with self._reading():
+            return [f for (f,) in self._conn().execute(
+                "SELECT DISTINCT format FROM trajectories WHERE format IS NOT NULL ORDER BY format")]
+
+    # -- scores ----------------------------------------------------------------------------------------------
+
+    def set_score(self, key: str, score: Score) -> None:
+        """Record a reward-model score of ``key`` (any name of the trajectory: :meth:`score_key`) whole; the latest
+        one is what queries show. Earlier ones are kept.
+
+        A key the catalog does not (yet) hold is accepted: its score shows once a scan records the trajectory.
+        The pruning masks are stored packed (see :func:`pack_masks`), so the overlay shows after reopening without
+        running the model.
+
+        Raises:
+            CatalogError: the write failed, or the score has masks and keyframe steps of different lengths.
+        """
+        key = self.score_key(key)
+        steps = json.dumps([float(x) for x in score.step_scores])
+        shapes, blob, kf = None, None, None
+        if score.masks:
+            kf_list = [int(k) for k in score.keyframe_steps]
+            if len(kf_list) != len(score.masks):
+                raise CatalogError(f"{self.db_path}: score of {key}: {len(score.masks)} masks but {len(kf_list)} "
+                                   "keyframe steps")
+            shapes, blob = pack_masks(score.masks)
+            kf = json.dumps(kf_list)
+
+        def opt(value: float | int | None, kind: type[float] | type[int]) -> float | int | None:
+            return None if value is None else kind(value)
+
+        values = (str(key), score.model or None, opt(score.p_success, float), opt(score.first_error_step, int), steps,
+                  opt(score.tokens_kept, int), opt(score.tokens_total, int), time.time(), kf, shapes, blob,
+                  opt(score.threshold, float), None if score.success is None else int(score.success),
+                  opt(score.ood, float), json.dumps(list(score.warnings)), opt(score.seconds, float),
+                  json.dumps({str(k): float(v) for k, v in score.timings.items()}), int(bool(score.unknown)))
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(f"INSERT INTO scores ({_SCORE_COLUMNS}) VALUES ({','.join('?' * len(values))})", values)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._failure(exc, "write a score") from exc
+
+    def ood_scores(self) -> dict[str, float]:
+        """The out-of-distribution measure of each key's latest score (keys never scored, or scored before the
+        catalog kept it, are absent): what the "teach the model" queue weighs beside the model's uncertainty."""
+        with self._reading("read scores"):
+            return {k: float(o) for k, o in self._conn().execute(
+                "SELECT t.key, s.ood FROM trajectories t JOIN latest_scores s ON s.key = t.key "
+                "WHERE s.ood IS NOT NULL")}
+
+    def latest_score(self, key: str) -> Score | None:
+        """The latest score of ``key`` (any name of the trajectory: :meth:`score_key`), whole (per-step scores,
+        pruning masks, threshold and verdict), or None when it was never scored. A score stored without masks (or
+        before schema version 3) has ``masks == []``; one stored before version 5 has no threshold, verdict, warnings
+        or timings."""
+        with self._reading("read a score"):
+            row = self._conn().execute(f"SELECT {_SCORE_COLUMNS} FROM latest_scores WHERE key = ?",
+                                       (self.score_key(key),)).fetchone()
+        if row is None:
+            return None
+        (_key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, kf, shapes,
+         blob, threshold, success, ood, warnings, seconds, timings, unknown) = row
+        masks = unpack_masks(shapes, blob)
+        return Score(p_success=p_success, threshold=threshold, success=None if success is None else bool(success),
+                     first_error_step=first_error_step, step_scores=json.loads(step_scores or "[]"), masks=masks,
+                     keyframe_steps=json.loads(kf) if masks and kf else [], tokens_kept=tokens_kept,
+                     tokens_total=tokens_total, model=model or "", ood=ood, warnings=json.loads(warnings or "[]"),
+                     seconds=seconds, timings=json.loads(timings or "{}"), scored_at=scored_at,
+                     unknown=bool(unknown))
+
+
+    # -- model versions ------------------------------------------------------------------------------------
+
+    def scoring_models(self) -> list[ModelUse]:
+        """The models that have scored this library (every score is kept with its model's name), the one that
+        scored last first: what the app offers to compare, and "the two most recent models" of the disagreement
+        queue. Scores stored without a model name are left out (nothing says which model gave them)."""
+        with self._reading("read the scoring models"):
+            return [ModelUse(str(m), int(n), float(t)) for m, n, t in self._conn().execute(
+                "SELECT model, COUNT(*), MAX(scored_at) FROM scores WHERE model IS NOT NULL AND model != '' "
+                "GROUP BY model ORDER BY MAX(id) DESC")]
+
+    def model_disagreements(self, model_a: str, model_b: str) -> list[ModelDisagreement]:
+        """The trajectories whose latest score by ``model_a`` and latest score by ``model_b`` give different
+        verdicts, by key, the widest gap between the two probabilities first.
+
+        A verdict is the score's own (its ``success``, else ``p_success >= threshold`` by that model's own
+        threshold: two models need not share one). A score whose model says it cannot judge the run (``unknown``)
+        or whose verdict is unknown (stored before the catalog kept thresholds) disagrees with nothing. Only keys
+        the catalog lists count (a score kept for a vanished unit is not a run to look at).
+
+        Raises:
+            CatalogError: the catalog cannot be read.
+        """
+        if model_a == model_b:
+            return []
+        with self._reading("compare two models' scores"):
+            rows = self._conn().execute(
+                "SELECT s.key, s.model, s.p_success, s.threshold, s.success, s.unknown FROM scores s "
+                "JOIN trajectories t ON t.key = s.key "
+                "WHERE s.id IN (SELECT MAX(id) FROM scores WHERE model IN (?, ?) GROUP BY key, model)",
+                (model_a, model_b)).fetchall()
+        by_key: dict[str, dict[str, tuple[float | None, bool | None]]] = defaultdict(dict)
+        for key, model, p, threshold, success, unknown in rows:
+            said = None if unknown else (bool(success) if success is not None else verdict(p, threshold))
+            by_key[key][model] = (p, said)
+        out = []
+        for key, got in by_key.items():
+            if len(got) < 2:
+                continue
+            (p_a, v_a), (p_b, v_b) = got[model_a], got[model_b]
+            if v_a is not None and v_b is not None and v_a != v_b:
+                out.append(ModelDisagreement(key, p_a, p_b, v_a, v_b))
+        return sorted(out, key=lambda d: (-d.gap, d.key))
+
+
+# The files of one SQLite database: the file itself, and those beside it that belong to it.
+_DB_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def set_aside(db_path: str | Path) -> Path:
+    """Rename a damaged catalog (with its ``-wal`` and ``-shm`` files) to ``NAME.damaged-<time>`` beside it, for
+    whoever wants to look at it; returns the new name. Nothing is deleted.
+
+    Raises:
+        CatalogError: the file is the label store (labels are never set aside: they are not derived data), or it
+            cannot be renamed.
+    """
+    from gui_app.core.store.interface import STORE_FILENAME
+
+    path = Path(db_path)
+    if path.name == STORE_FILENAME:
+        raise CatalogError(f"{path}: this is the label store, not a catalog; it is never set aside")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while any(os.path.lexists(f"{aside}{s}") for s in _DB_SUFFIXES):
+        n += 1
+        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    try:
+        for suffix in _DB_SUFFIXES:  # the database first: its -wal is only ever read beside it
+            if os.path.lexists(f"{path}{suffix}"):
+                os.rename(f"{path}{suffix}", f"{aside}{suffix}")
+    except OSError as exc:
+        raise CatalogError(f"{path}: the catalog is damaged and cannot be set aside: {exc.strerror or exc}") from exc
+    return aside
+
+
+def open_for_scan(db_path: str | Path, library_root: str | Path | None = None) -> tuple[Catalog, str | None]:
+    """The catalog a scan writes to, checked (:meth:`Catalog.check`); a damaged one is set aside (:func:`set_aside`)
+    and a new one created, for the scan to fill. Returns (catalog, a note saying so, or None).
+
+    Raises:
+        CatalogError: the catalog cannot be opened or created for another reason (a newer schema, no permission).
+    """
+    catalog: Catalog | None = None
+    try:
+        catalog = Catalog(db_path, library_root)
+        catalog.check()
+        return catalog, None
+    except CatalogDamagedError as exc:
+        if catalog is not None:
+            catalog.close()
+        aside = set_aside(db_path)
+        note = (f"{db_path}: the catalog was damaged ({exc.reason}); set aside as {aside.name} and rebuilt by this "
+                "scan. The model scores it held are lost: score the library again")
+        return Catalog(db_path, library_root), note
+
+
+def _row(r: tuple[Any, ...]) -> CatalogRow:
+    """A row from the tuple of :data:`_COLUMNS` (success already a bool, see :data:`_BOOL_TYPE`)."""
+    return CatalogRow._make(r)
+
+
+# tuple.__new__(CatalogRow, fields): a CatalogRow built in C (CatalogRow._make is a Python call per row).
+_new_row = partial(tuple.__new__, CatalogRow)
+
+
+def _rows(cursor: Iterable[tuple[Any, ...]]) -> list[CatalogRow]:
+    """Rows from a cursor over :data:`_COLUMNS` (every tuple has exactly those 18 fields, in order)."""
+    return list(map(_new_row, cursor))
+
+
+_TEXT_FIELDS = {"key", "id", "path", "format", "instruction", "task", "outcome_source", "error", "ref"}
+# Sortable column -> its index in CatalogRow.
+_SORT_KEYS: dict[str, int] = {name: i for i, name in enumerate(CatalogRow._fields)}
+
+
+def _sorted(rows: list[CatalogRow], order_by: str, descending: bool) -> list[CatalogRow]:
+    """``rows`` (already in key order) sorted by one column, stable, missing values last in both directions."""
+    i = _SORT_KEYS[order_by]
+    if order_by == "key":
+        return rows[::-1] if descending else list(rows)
+    # An empty text (no instruction, ...) counts as missing too: such rows belong at the bottom, not the top.
+    present = [r for r in rows if r[i] is not None and r[i] != ""]
+    missing = [r for r in rows if r[i] is None or r[i] == ""]
+    if order_by in _TEXT_FIELDS:
+        present.sort(key=lambda r: str(r[i]).casefold(), reverse=descending)
+    else:
+        present.sort(key=itemgetter(i), reverse=descending)
+    return present + missing

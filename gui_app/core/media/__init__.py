@@ -1,0 +1,1 @@
+"""Media: video decoding, frame caches and prefetch."""

@@ -1,0 +1,1 @@
+"""Scoring: the one Score type, the scorer (judge) protocol, batch and cluster scoring."""

@@ -1,0 +1,1 @@
+"""The annotation store: records, the store interface, SQLite and PostgreSQL."""
