@@ -309,7 +309,7 @@ def test_latest_score_is_joined_and_history_kept(scored: Catalog, tree: Path):
         12, 100)
     assert scored.info(key)["model"] == "m-new"
     conn = sqlite3.connect(scored.db_path)
-    assert conn.execute("SELECT COUNT(*) FROM scores WHERE key = ?", (key,)).fetchone()[0] == 2
+    assert conn.execute("SELECT COUNT(*) FROM scores WHERE key = ?", (row.ref,)).fetchone()[0] == 2  # library key
     conn.close()
     # A score of a key the catalog does not hold yet is kept and shows once it is scanned.
     scored.set_score(str(tree / "later"), Score(p_success=0.5, model="m"))

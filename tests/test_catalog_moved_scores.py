@@ -132,7 +132,10 @@ def test_a_schema_8_catalog_migrates_keeping_every_score(tmp_path: Path):
         assert unknown.unknown and unlisted.p_success == 0.1
         assert [m.model for m in cat.scoring_models()] == ["new", "old"]
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT * FROM scores ORDER BY id").fetchall() == before  # every score, as it was
+    # Every score, as it was, under its run's library key (migration 10); the unlisted one keeps its key.
+    rekeyed = {"/lib/a": "a", "/lib/b": "b"}
+    assert conn.execute("SELECT * FROM scores ORDER BY id").fetchall() == [
+        (i, rekeyed.get(k, k), *rest) for i, k, *rest in before]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(trajectories)")}
     assert not columns & {"p_success", "first_error_step", "score_id", "threshold", "model_success", "model_unknown"}
     assert conn.execute("SELECT type FROM sqlite_master WHERE name = 'latest_scores'").fetchone() == ("view",)
@@ -142,3 +145,56 @@ def test_a_schema_8_catalog_migrates_keeping_every_score(tmp_path: Path):
     assert indexes == {"trajectories_path", "trajectories_format", "trajectories_success", "trajectories_task",
                        "trajectories_instruction", "trajectories_ref", "trajectories_id"}
     conn.close()
+
+
+def stored_scores(db: Path) -> list[tuple[int, str]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT id, key FROM scores ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_score_set_by_path_is_stored_under_the_library_key_and_a_move_rewrites_none(tmp_path: Path):
+    """Scores are keyed by the library key (migration 10): ``set_score`` given a run's absolute path stores it
+    under the run's ``ref``, and a moved library's rescan finds every score where it was, rewriting no key."""
+    root = make_library(tmp_path / "lib", 6)
+    cat = Catalog.for_root(root)
+    cat.set_score(str(root / "t00005"), Score(p_success=0.6, model="early"))  # scored before any scan
+    cat.scan(root)
+    score_library(cat, root)
+    stored = stored_scores(cat.db_path)
+    assert {k for _, k in stored} == UNKNOWN | {"t00002", "t00004", "t00005"}
+    assert cat.get(str(root / "t00005")).p_success == 0.6  # type: ignore[union-attr]
+    cat.close()
+
+    moved = tmp_path / "elsewhere" / "lib"
+    moved.parent.mkdir()
+    shutil.move(str(root), moved)
+    with Catalog.for_root(moved) as cat:
+        assert cat.scan(moved).removed == 6
+        assert stored_scores(cat.db_path) == stored  # the same rows under the same keys
+        rows = {r.ref: r for r in cat.query()}
+        assert rows["t00005"].p_success == 0.6 and rows["t00002"].p_success == 0.2
+        assert cat.latest_score(str(moved / "t00001")).unknown  # type: ignore[union-attr]
+
+
+def test_a_score_kept_under_a_catalog_key_moves_to_the_library_key(tmp_path: Path):
+    """A schema-9 catalog holds scores under catalog keys: migration 10 re-keys those of listed runs, and the scan
+    that first records a run scored by its path before then re-keys its scores."""
+    from tests.catalog_db import old_catalog
+
+    root = make_library(tmp_path / "lib", 3)
+    db = root / ".rollscope" / "catalog.sqlite"
+    db.parent.mkdir()
+    conn = old_catalog(db, 9)
+    conn.execute("INSERT INTO trajectories (key, id, path, instruction, scanned_at, ref) VALUES (?, 'x', ?, '', 0, "
+                 "'t00000')", (str(root / "t00000"),) * 2)
+    conn.execute("INSERT INTO scores (key, p_success, step_scores, scored_at) VALUES (?, 0.3, '[]', 0), "
+                 "(?, 0.7, '[]', 0)", (str(root / "t00000"), str(root / "t00001")))
+    conn.close()
+    with Catalog.for_root(root) as cat:
+        assert [k for _, k in stored_scores(db)] == ["t00000", str(root / "t00001")]
+        cat.scan(root)
+        assert [k for _, k in stored_scores(db)] == ["t00000", "t00001"]
+        assert {r.ref: r.p_success for r in cat.query()} == {"t00000": 0.3, "t00001": 0.7, "t00002": None}

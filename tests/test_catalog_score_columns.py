@@ -15,13 +15,13 @@ from tests.gui.library_fixtures import make_library, write_native
 
 
 def mirrored(db: Path) -> None:
-    """Every library row's score fields equal its key's latest row of scores (or are NULL without one), as a
-    fresh reader builds the rows."""
+    """Every library row's score fields equal its library key's latest row of scores (or are NULL without one), as
+    a fresh reader builds the rows."""
     conn = sqlite3.connect(db)
     latest = {k: rest for k, *rest in conn.execute(
         "SELECT key, p_success, first_error_step, threshold, success, unknown FROM scores WHERE id IN "
         "(SELECT MAX(id) FROM scores GROUP BY key)")}
-    keys = [k for (k,) in conn.execute("SELECT key FROM trajectories")]
+    refs = dict(conn.execute("SELECT key, ref FROM trajectories").fetchall())
     conn.close()
     with Catalog(db) as cat:
         shown = {r.key: [r.p_success, r.first_error_step, r.threshold, r.model_success, r.model_unknown]
@@ -30,7 +30,7 @@ def mirrored(db: Path) -> None:
     def row_fields(p: float | None, f: int | None, t: float | None, s: int | None, u: int) -> list[Any]:
         return [p, f, t, None if s is None else bool(s), bool(u)]
 
-    assert shown == {k: row_fields(*latest[k]) if k in latest else [None] * 5 for k in keys}
+    assert shown == {k: row_fields(*latest[r]) if r in latest else [None] * 5 for k, r in refs.items()}
 
 
 def test_scores_follow_scores_rescans_and_removals(tmp_path: Path):
@@ -52,7 +52,7 @@ def test_scores_follow_scores_rescans_and_removals(tmp_path: Path):
     assert cat.count(filters={"scored": False}) == 3
     # Deleting the latest score falls back to the one before (the view reads the largest id left), and the row follows.
     conn = sqlite3.connect(cat.db_path)
-    conn.execute("DELETE FROM scores WHERE id = (SELECT MAX(id) FROM scores WHERE key = ?)", (key,))
+    conn.execute("DELETE FROM scores WHERE id = (SELECT MAX(id) FROM scores WHERE key = ?)", (cat.score_key(key),))
     conn.commit()
     conn.close()
     mirrored(cat.db_path)

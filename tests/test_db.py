@@ -27,7 +27,7 @@ def test_a_catalog_left_by_the_old_code_migrates_keeping_rows_and_scores(tmp_pat
                  "VALUES ('/lib/a', 'old-model', 0.55, 1, '[0.2, 0.8]', 1.0)")
     conn.close()
     with Catalog(path) as cat:
-        assert cat.schema_version == SCHEMA_VERSION == 9
+        assert cat.schema_version == SCHEMA_VERSION == 10
         assert {r.ref for r in cat.query()} == {"/lib/a", "/lib/b"}  # keys backfilled (no library root: absolute)
         a, b = cat.query(order_by="key")
         assert (a.instruction, a.success, a.p_success, a.first_error_step) == ("Open the menu", False, 0.55, 1)
@@ -46,7 +46,8 @@ def test_a_catalog_left_by_the_old_code_migrates_keeping_rows_and_scores(tmp_pat
         assert cat.query(order_by="key")[0].model_unknown is True
     log = sqlite3.connect(path).execute("SELECT version, name FROM schema_migrations").fetchall()
     # what the runner applied
-    assert log == [(5, "score_whole"), (6, "library_keys"), (7, "score_unknown"), (8, "folders"), (9, "one_score")]
+    assert log == [(5, "score_whole"), (6, "library_keys"), (7, "score_unknown"), (8, "folders"), (9, "one_score"),
+                   (10, "scores_by_library_key")]
 
 
 def test_a_store_left_by_the_old_code_opens_as_it_is(tmp_path: Path):

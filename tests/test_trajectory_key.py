@@ -120,10 +120,12 @@ def test_score_key_names_one_row_by_any_of_its_names(tmp_path, monkeypatch):
     root = make(tmp_path / "lib")
     with Catalog.for_root(root) as cat:
         cat.scan(root)
-        stored = str(root / "model-b" / "task")
+        path = str(root / "model-b" / "task")
         monkeypatch.chdir(root / "model-b")
-        assert {cat.score_key(n) for n in (stored, "model-b/task", "task", f"{root}/model-b/./task")} == {stored}
-        assert cat.score_key(f"{root / 'runs.jsonl'}#1") == cat.score_key("runs.jsonl#1") == f"{root}/runs.jsonl#1"
-        # Not scanned yet: the key its row will get.
-        assert cat.score_key(str(root / "later")) == str(root / "later")
-        assert cat.score_key("later/run") == str(root / "later" / "run")
+        # Scores are stored under the library key (migration 10), whichever name the run is given by.
+        names = (path, "model-b/task", "task", f"{root}/model-b/./task")
+        assert {cat.score_key(n) for n in names} == {"model-b/task"}
+        assert cat.score_key(f"{root / 'runs.jsonl'}#1") == cat.score_key("runs.jsonl#1") == "runs.jsonl#1"
+        # Not scanned yet: the library key its row will get.
+        assert cat.score_key(str(root / "later")) == "later"
+        assert cat.score_key("later/run") == "later/run"

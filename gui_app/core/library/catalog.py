@@ -11,8 +11,8 @@ with the latest reward-model score joined.
 
 Rows are keyed by what :func:`gui_app.core.trajectory.formats.load` accepts: the unit path, or ``PATH#N`` for the N-th
 trajectory of a multi-trajectory file. Each row also carries its library key (``ref``: the unit's path relative to
-the library root, see :mod:`gui_app.core.trajectory.identity`), which labels are keyed by and which survives moving the
-library: a rescan after a move carries each score over to the row with the same key.
+the library root, see :mod:`gui_app.core.trajectory.identity`), which labels and scores are keyed by and which survives
+moving the library: a rescan after a move finds each score under the same key, with nothing to rewrite.
 
 The schema is the numbered SQL files in ``gui_app/core/migrations/catalog/`` (:data:`MIGRATIONS`), applied by the one
 migration runner (:mod:`gui_app.core.db`, shared with the annotation store), so a catalog is always at a whole
@@ -85,8 +85,9 @@ def _is_damage(exc: BaseException) -> bool:
 
 
 # The one read path of the score: every reader of "a run's score" reads the view latest_scores (each key's latest
-# row of scores, the one table a score is stored in; migration 9), joined by key through the index scores(key, id).
-_JOIN = "LEFT JOIN latest_scores s ON s.key = t.key"
+# row of scores, the one table a score is stored in; migration 9), joined by the row's library key (scores are keyed
+# by it; migration 10) through the index scores(key, id).
+_JOIN = "LEFT JOIN latest_scores s ON s.key = t.ref"
 # success is stored as 1/0/NULL; the column name's [type] makes sqlite3 turn it into True/False itself (connections
 # use PARSE_COLNAMES), so every selected tuple is already a CatalogRow's fields in order and rows are built without
 # a Python call per row (see _rows): about a sixth of the cost of the first query over 10,000 rows.
@@ -102,6 +103,7 @@ _SCORE_COLUMNS = ("key, model, p_success, first_error_step, step_scores, tokens_
 # The columns a scan writes (a row's score is read from latest_scores, never stored in the row).
 _SCAN_COLUMNS = ("key, id, path, format, instruction, task, app, n_steps, duration, success, score, outcome_source, "
                  "has_video, error, warnings, scanned_at, search, ref")
+_REF = _SCAN_COLUMNS.split(", ").index("ref")  # where a scan row holds its library key
 
 
 class CatalogRow(NamedTuple):
@@ -409,9 +411,12 @@ class Catalog:
         if not rows:
             return
 
+        pairs = [(trajectory_key(k, self.library_root), k) for (k,) in rows]
+
         def write() -> None:
-            conn.executemany("UPDATE trajectories SET ref = ? WHERE key = ?",
-                             [(trajectory_key(k, self.library_root), k) for (k,) in rows])
+            conn.executemany("UPDATE trajectories SET ref = ? WHERE key = ?", pairs)
+            # Their scores were stored under the catalog key (migration 10 re-keyed only rows that had a ref).
+            conn.executemany("UPDATE scores SET key = ? WHERE key = ?", pairs)
 
         self._rows_write(conn, write, "cannot give existing rows their library keys")
 
@@ -682,6 +687,10 @@ class Catalog:
                              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                              traj_rows)
             conn.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)", file_rows)
+            # A run scored by its path before any scan recorded it, by a Rollscope older than migration 10, has its
+            # scores under its catalog key: they move to its library key (one index look-up per row).
+            conn.executemany("UPDATE scores SET key = ? WHERE key = ?",
+                             [(r[_REF], r[0]) for r in traj_rows if r[_REF] != r[0]])
 
         self._rows_write(conn, write, "cannot write the catalog")
 
@@ -719,23 +728,17 @@ class Catalog:
         return rows
 
     def _remove_units(self, conn: sqlite3.Connection, paths: list[str]) -> None:
-        """Drop the rows of vanished units with their scores, in one transaction. A score first follows its run to
-        the row now holding the same library key, when that row has no score of its own: the library moved (or was
-        copied) with its ``.rollscope``, its units did not change. The score moves whole, in the one table it is
-        stored in (its key is rewritten; nothing is copied)."""
+        """Drop the rows of vanished units with their scores, in one transaction. Scores are keyed by the library
+        key, so a run another row now holds keeps them: the library moved (or was copied) with its ``.rollscope``,
+        its units did not change, and the new rows have the same keys."""
         args = [(p,) for p in paths]
         gone = json.dumps(paths)  # one parameter however many units went (SQLite limits a statement's parameters)
 
         def write() -> None:
-            moves = conn.execute(
-                "SELECT old.key, new.key FROM trajectories old JOIN trajectories new ON new.ref = old.ref "
-                "AND new.key != old.key WHERE old.path IN (SELECT value FROM json_each(?1)) "
-                "AND new.path NOT IN (SELECT value FROM json_each(?1)) "
-                "AND EXISTS (SELECT 1 FROM scores WHERE key = old.key)", (gone,)).fetchall()
-            for old, new in moves:
-                if conn.execute("SELECT 1 FROM scores WHERE key = ?", (new,)).fetchone() is None:
-                    conn.execute("UPDATE scores SET key = ? WHERE key = ?", (new, old))
-            conn.executemany("DELETE FROM scores WHERE key IN (SELECT key FROM trajectories WHERE path = ?)", args)
+            conn.execute(
+                "DELETE FROM scores WHERE key IN (SELECT ref FROM trajectories WHERE path IN "
+                "(SELECT value FROM json_each(?1))) AND key NOT IN (SELECT ref FROM trajectories WHERE ref IS NOT NULL "
+                "AND path NOT IN (SELECT value FROM json_each(?1)))", (gone,))
             conn.executemany("DELETE FROM trajectories WHERE path = ?", args)
             conn.executemany("DELETE FROM files WHERE path = ?", args)
 
@@ -791,7 +794,7 @@ class Catalog:
             args.append(float(f["max_p_success"]))
         if f.get("scored") is not None:
             # A run has a latest score when it has any: one look into the index, without finding which is latest.
-            clauses.append("t.key " + ("" if f["scored"] else "NOT ") + "IN (SELECT key FROM scores)")
+            clauses.append("t.ref " + ("" if f["scored"] else "NOT ") + "IN (SELECT key FROM scores)")
         scores |= any(f.get(name) is not None for name in ("min_p_success", "max_p_success"))
         if not clauses:
             return "", args
@@ -815,13 +818,13 @@ class Catalog:
             old_rows = cached[1]
             position = self._position
             if position is None or position[0] is not old_rows:
-                position = (old_rows, {r.key: i for i, r in enumerate(old_rows)})
+                position = (old_rows, {r.ref: i for i, r in enumerate(old_rows)})
             rows = list(old_rows)
             new = conn.execute("SELECT key, p_success, first_error_step, threshold, "
                                f"success AS \"success [{_BOOL_TYPE}]\", unknown AS \"unknown [{_BOOL_TYPE}]\" "
                                "FROM latest_scores WHERE score_id > ?", (cached[0][1],))
-            for key, p_success, first_error_step, threshold, verdict, unknown in new:
-                i = position[1].get(key)
+            for ref, p_success, first_error_step, threshold, verdict, unknown in new:
+                i = position[1].get(ref)
                 if i is not None:
                     rows[i] = rows[i]._replace(p_success=p_success, first_error_step=first_error_step,
                                                threshold=threshold, model_success=verdict, model_unknown=unknown)
@@ -923,21 +926,20 @@ class Catalog:
         :meth:`set_score` and :meth:`latest_score` key by, so a score written under one name is read under any other.
 
         A path is turned into its library key by :func:`gui_app.core.trajectory.identity.trajectory_key`, as the rows'
-        keys
-        are; the scores are stored by the key of the row holding that library key (the table joins rows by it). A
-        trajectory not scanned yet gets the key its row will have: its absolute path.
+        ``ref`` are, and scores are stored under it (migration 10): a catalog key names the row holding it, whose
+        ``ref`` it is. A trajectory not scanned yet gets the library key its row will have, so its score shows once
+        a scan records it.
         """
         text = str(key)
-        named_path = os.path.isabs(text) or os.path.lexists(split_selector(text)[0])
-        ref = trajectory_key(text, self.library_root) if named_path else text
         with self._reading():
-            row = self._conn().execute("SELECT key FROM trajectories WHERE ref = ? ORDER BY scanned_at DESC LIMIT 1",
-                                       (ref,)).fetchone()
-        if row is not None:
+            row = self._conn().execute("SELECT ref FROM trajectories WHERE key = ?", (text,)).fetchone()
+        if row is not None and row[0] is not None:
             return str(row[0])
-        if named_path or self.library_root is None:
-            return os.path.abspath(text)
-        return os.path.join(self.library_root, text)
+        if os.path.isabs(text) or os.path.lexists(split_selector(text)[0]):
+            return trajectory_key(text, self.library_root)
+        if self.library_root is None:
+            return trajectory_key(os.path.abspath(text), None)
+        return text
 
     def info(self, key: str) -> dict[str, Any] | None:
         """Everything the catalog holds on one trajectory: its row's fields plus ``app``, ``has_video``,
@@ -1023,7 +1025,7 @@ class Catalog:
         catalog kept it, are absent): what the "teach the model" queue weighs beside the model's uncertainty."""
         with self._reading("read scores"):
             return {k: float(o) for k, o in self._conn().execute(
-                "SELECT t.key, s.ood FROM trajectories t JOIN latest_scores s ON s.key = t.key "
+                "SELECT t.key, s.ood FROM trajectories t JOIN latest_scores s ON s.key = t.ref "
                 "WHERE s.ood IS NOT NULL")}
 
     def latest_score(self, key: str) -> Score | None:
@@ -1074,8 +1076,8 @@ class Catalog:
             return []
         with self._reading("compare two models' scores"):
             rows = self._conn().execute(
-                "SELECT s.key, s.model, s.p_success, s.threshold, s.success, s.unknown FROM scores s "
-                "JOIN trajectories t ON t.key = s.key "
+                "SELECT t.key, s.model, s.p_success, s.threshold, s.success, s.unknown FROM scores s "
+                "JOIN trajectories t ON t.ref = s.key "
                 "WHERE s.id IN (SELECT MAX(id) FROM scores WHERE model IN (?, ?) GROUP BY key, model)",
                 (model_a, model_b)).fetchall()
         by_key: dict[str, dict[str, tuple[float | None, bool | None]]] = defaultdict(dict)
