@@ -59,8 +59,9 @@ def test_a_result_that_arrives_after_its_job_was_cancelled_is_dropped(qtbot, loa
         loader.open(A)
     loader.prefetch(B)
     job = loader._jobs[B]
-    with qtbot.waitSignal(job.finished, timeout=30_000):
-        loader.open(A)  # A is current and not ready: it loads again, and B's prefetch is cancelled
+    loader.open(A)  # A is current and not ready: it loads again, and B's prefetch is cancelled
+    # B's job may end before a signal could be connected: wait on its state, then on the loader's
+    qtbot.waitUntil(lambda: not job.running, timeout=30_000)
     qtbot.waitUntil(lambda: not loader.busy, timeout=30_000)
     assert B not in loader._ready and loader.current_key == A
 
