@@ -366,17 +366,23 @@ def _boxes(fh: BinaryIO, start: int, end: int) -> Iterator[tuple[bytes, int, int
     for _ in range(256):
         if at + 8 > end:
             return
-        fh.seek(at)
-        head = fh.read(16)
-        n, name, header = int.from_bytes(head[:4], "big"), head[4:8], 8
-        if n == 1 and len(head) >= 16:
-            n, header = int.from_bytes(head[8:16], "big"), 16
-        elif n == 0:
-            n = end - at
+        name, n, header = _box_header(fh, at, end)
         if n < header or at + n > end:
             return
         yield name, at + header, at + n
         at += n
+
+
+def _box_header(fh: BinaryIO, at: int, end: int) -> tuple[bytes, int, int]:
+    """``(type, size, header size)`` of the MP4 box at byte ``at``; a size of 0 runs to ``end``."""
+    fh.seek(at)
+    head = fh.read(16)
+    n, name, header = int.from_bytes(head[:4], "big"), head[4:8], 8
+    if n == 1 and len(head) >= 16:
+        n, header = int.from_bytes(head[8:16], "big"), 16
+    elif n == 0:
+        n = end - at  # the last box runs to the end
+    return name, n, header
 
 
 def _zero_time_scale(fh: BinaryIO, start: int, end: int) -> bool:
@@ -421,13 +427,7 @@ def container_problem(path: str | Path) -> str | None:
             at, boxes = 0, set[bytes]()
             moov = (0, 0)
             while at + 8 <= size and len(boxes) < 64:
-                fh.seek(at)
-                head = fh.read(16)
-                n, name, header = int.from_bytes(head[:4], "big"), head[4:8], 8
-                if n == 1 and len(head) >= 16:
-                    n, header = int.from_bytes(head[8:16], "big"), 16
-                elif n == 0:
-                    n = size - at  # the last box runs to the end of the file
+                name, n, header = _box_header(fh, at, size)
                 if n < 8:
                     return f"damaged MP4 (box {name!r} of size {n} at byte {at})"
                 if at + n > size:
