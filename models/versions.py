@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gui_app.training.pointer import POINTER_VERSION
+from gui_app.training.sprite import POINTER_VERSION
 from models import hashing, terms, text
 from models.features import FEATURE_VERSION
 from models.perception import PERCEPTION_VERSION
@@ -21,7 +21,7 @@ def versions() -> dict[str, int]:
     """Every version that defines what the network is given; stored in the weights and checked at load.
 
     ``pointer`` is the detector's input scaling and heatmap; ``sprite`` the arrow Rollscope's recorders draw on the
-    recordings the weights learnt from (:mod:`gui_app.training.pointer`): the pointer features were fitted to it, so
+    recordings the weights learnt from (:mod:`gui_app.training.sprite`): the pointer features were fitted to it, so
     weights trained under another sprite are refused like any other version, and a new sprite means retraining.
     """
     return {"feature": FEATURE_VERSION, "perception": PERCEPTION_VERSION, "terms": terms.TERMS_VERSION,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gui_app.core.trajectory.formats import native
-from gui_app.training.pointer import cursor_sprite, draw_cursor
+from gui_app.training.sprite import cursor_sprite, draw_cursor
 from gui_app.recorders.agents import typo
 from gui_app.recorders.miniwob import TASK_CLIP, MiniWoBRecorder, collect, is_recorded
 

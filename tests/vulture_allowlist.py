@@ -39,7 +39,7 @@ _.has_pointer
 # Part of the lru_cache key of an image header: a file changed in place reads again.
 _.mtime_ns
 _.ino
-# gui_app/qt/main_window.py: handlers the declarative action table (gui_app/qt/actions.py) names as strings.
+# gui_app/qt/main_window.py: handlers the declarative action table (gui_app/qt/action_table.py) names as strings.
 _.ask_annotator
 _.ask_label_store
 _.cancel_work

@@ -2,7 +2,7 @@
 
 No I/O, decoding or inference happens here: scanning, loading and scoring are the controllers' work
 (:mod:`gui_app.qt.controllers`) and run through the one runner (:mod:`gui_app.qt.workers`); errors go to the one
-notifier (:mod:`gui_app.qt.notify`). The shortcuts come from the table in :mod:`gui_app.qt.actions`; the handlers
+notifier (:mod:`gui_app.qt.notify`). The shortcuts come from the table in :mod:`gui_app.qt.action_table`; the handlers
 named there are the small methods below.
 
 Layout: the video in the centre with the transport bar under it (and, when comparing, the compared run beside it);
@@ -31,7 +31,7 @@ from gui_app.core.media.prefetch import SOURCE_OPTIONS
 from gui_app.core.settings import Settings, SettingsStore
 from gui_app.core.store.postgresql import redact
 from gui_app.core.media.video import FrameSource
-from gui_app.qt import actions as action_table
+from gui_app.qt import action_table
 from gui_app.qt import layout
 from gui_app.qt.compare import CompareController, ComparePane, ViewerArea
 from gui_app.qt.controllers import LibraryScanner, ScoreController, TrajectoryLoader
@@ -66,7 +66,7 @@ class MainWindow(QMainWindow):
         notifier: where every message to the user goes.
         runner: the one door to background threads.
         library: the library view (its ``model`` is the :class:`LibraryModel`).
-        action_map: QActions by name (see :data:`gui_app.qt.actions.ACTIONS`).
+        action_map: QActions by name (see :data:`gui_app.qt.action_table.ACTIONS`).
         docks: dock widgets by name.
     """
 
@@ -354,7 +354,7 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
             self.open_path(paths[0])
 
-    # -- action handlers (named in gui_app.qt.actions.ACTIONS) ----------------------------------------------
+    # -- action handlers (named in gui_app.qt.action_table.ACTIONS) ----------------------------------------------
 
     def open_folder_dialog(self) -> None:
         start = self.settings.last_folder or str(Path.home())

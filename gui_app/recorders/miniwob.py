@@ -46,7 +46,7 @@ from gui_app.recorders.agents import El
 from gui_app.recorders.driver import WORKER, close_worker, run_jobs, write_summary
 from gui_app.recorders.page import EpisodeOver
 from gui_app.recorders.styles import POINTER_ROLE_JS, Style, apply_style, sample_style
-from gui_app.training.pointer import cursor_sprite
+from gui_app.training.sprite import cursor_sprite
 
 log = logging.getLogger(__name__)
 
@@ -357,7 +357,7 @@ class MiniWoBRecorder:
         x, y = self.pointer
         px, py = x * st.dsf, y * st.dsf
         if st.pointer == "builtin":
-            from gui_app.training.pointer import draw_cursor
+            from gui_app.training.sprite import draw_cursor
 
             scale = max(1, round(st.pointer_size * st.dsf / len(cursor_sprite(1)[0])))
             draw_cursor(frame, px, py, scale)

@@ -6,7 +6,7 @@ from collections import Counter
 
 from PySide6.QtGui import QKeySequence
 
-from gui_app.qt.actions import ACTIONS, MENUS, ShortcutsDialog, normalized_shortcuts
+from gui_app.qt.action_table import ACTIONS, MENUS, ShortcutsDialog, normalized_shortcuts
 from gui_app.qt.keyboard import LABEL_KEYS
 from gui_app.qt.main_window import MainWindow
 

@@ -13,7 +13,7 @@ from gui_app.core.store.record import Annotation
 from gui_app.core.library.catalog import Catalog
 from gui_app.core.scoring.score import Score
 from gui_app.core.store.backends import open_store
-from gui_app.qt.actions import ShortcutsDialog
+from gui_app.qt.action_table import ShortcutsDialog
 from gui_app.qt.notify import Notifier
 from gui_app.qt.queue_view import QueueController, QueueView
 from gui_app.qt.workers import Runner

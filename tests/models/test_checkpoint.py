@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from gui_app.core.trajectory.formats import native
-from gui_app.training.pointer import POINTER_VERSION
+from gui_app.training.sprite import POINTER_VERSION
 from models.checkpoint import FORMAT, Checkpoint, ModelLoadError, SummaryRange
 from models.config import ModelConfig
 from models.export_onnx import export_run
