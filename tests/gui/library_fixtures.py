@@ -79,3 +79,14 @@ def big_library(tmp_path_factory) -> Path:
         report = cat.scan(root)
     assert report.trajectories == 10_000, report.errors[:3]
     return root
+
+
+def open_and_wait(qtbot, win, path, activate: bool = False, timeout: int = 60_000) -> None:
+    """Open the library ``path`` in the window ``win`` and wait until it is scanned and its rows are read (the library
+    is read in a worker); with ``activate``, also until the window is active (for tests that type keys)."""
+    with qtbot.waitSignal(win.scanner.scanned, timeout=timeout):
+        win.open_path(path)
+    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)
+    if activate:
+        win.activateWindow()
+        qtbot.waitActive(win)

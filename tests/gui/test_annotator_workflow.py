@@ -23,6 +23,7 @@ from gui_app.qt.export_dialog import ExportDialog, ExportRequest, export_task
 from gui_app.qt.main_window import MainWindow
 from gui_app.qt.workers import Job, JobCancelled, Reporter
 from tests.gui.library_fixtures import make_video_trajectory, write_native
+from tests.gui.library_fixtures import open_and_wait as open_library_and_wait
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "resources" / "samples" / "miniwob" / "login-user-success"
@@ -52,11 +53,7 @@ def window(qtbot):
 
 
 def open_and_wait(qtbot, win: MainWindow, path) -> None:
-    with qtbot.waitSignal(win.scanner.scanned, timeout=60_000):
-        win.open_path(path)
-    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)
-    win.activateWindow()
-    qtbot.waitActive(win)
+    open_library_and_wait(qtbot, win, path, activate=True)
 
 
 def open_key(qtbot, win: MainWindow, key: str) -> None:

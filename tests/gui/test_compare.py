@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor
 
 from gui_app.qt.compare import ComparePicker, follow_frame, library_rows
 from gui_app.qt.main_window import MainWindow
-from tests.gui.library_fixtures import make_video_trajectory
+from tests.gui.library_fixtures import make_video_trajectory, open_and_wait
 
 
 def test_follow_frame_keeps_the_step_and_its_fraction():
@@ -32,9 +32,7 @@ def test_two_runs_play_step_by_step_together(qtbot, library):
     win = MainWindow()
     qtbot.addWidget(win)
     win.show()
-    with qtbot.waitSignal(win.scanner.scanned, timeout=60_000):
-        win.open_path(library)
-    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)
+    open_and_wait(qtbot, win, library)
     a_key, b_key = (str((library / n).resolve()) for n in ("a", "b"))
     with qtbot.waitSignal(win.loader.loaded, timeout=30_000):
         win.library.select_key(a_key)
@@ -75,9 +73,7 @@ def test_the_compared_run_is_drawn_at_once_without_stepping(qtbot, library):
     win = MainWindow()
     qtbot.addWidget(win)
     win.show()
-    with qtbot.waitSignal(win.scanner.scanned, timeout=60_000):
-        win.open_path(library)
-    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)
+    open_and_wait(qtbot, win, library)
     a_key, b_key = (str((library / n).resolve()) for n in ("a", "b"))
     win.library.select_key(a_key)
     qtbot.waitUntil(lambda: win.session.key == a_key and win.video.shown_frame == 0, timeout=30_000)

@@ -16,6 +16,7 @@ from gui_app.core.scoring.score import Score
 from gui_app.qt.layout import SIDE_PANELS, layout_kind
 from gui_app.qt.main_window import MainWindow
 from tests.gui.text_fit import cut_texts
+from tests.gui.library_fixtures import open_and_wait
 
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
 SIZES = [(1366, 768), (1920, 1080), (2560, 1440)]
@@ -38,9 +39,7 @@ def window(qtbot, library):
     qtbot.addWidget(win)
     win.show()
     win.set_annotator("ada")
-    with qtbot.waitSignal(win.scanner.scanned, timeout=60_000):
-        win.open_path(library)
-    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)
+    open_and_wait(qtbot, win, library)
     catalog = win.session.library.catalog
     for row in catalog.query():
         if not row.error:  # a long verdict line in the timeline's header: it must wrap, not be cut

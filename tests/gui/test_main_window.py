@@ -16,7 +16,7 @@ from gui_app.core.settings import SettingsStore
 from gui_app.qt.main_window import MainWindow
 from gui_app.qt.notify import JobProgressView
 from gui_app.qt.workers import Runner
-from tests.gui.library_fixtures import make_library, make_video_trajectory, write_native
+from tests.gui.library_fixtures import make_library, make_video_trajectory, open_and_wait, write_native
 
 
 @pytest.fixture
@@ -34,12 +34,6 @@ def window(qtbot):
     qtbot.addWidget(win)
     win.show()
     return win
-
-
-def open_and_wait(qtbot, win: MainWindow, path) -> None:
-    with qtbot.waitSignal(win.scanner.scanned, timeout=60_000):
-        win.open_path(path)
-    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)  # the library is read in a worker
 
 
 def select_and_wait(qtbot, win: MainWindow, key: str) -> None:

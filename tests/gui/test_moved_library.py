@@ -15,6 +15,7 @@ from gui_app.qt.main_window import MainWindow
 from gui_app.qt.session import Session
 from gui_app.qt.workers import JobQueue, Runner
 from tests.test_trajectory_key import LABELS, SCORES, make, score_and_label
+from tests.gui.library_fixtures import open_and_wait
 
 
 def test_the_app_opens_a_moved_library_with_its_labels_and_scores(qtbot, tmp_path, monkeypatch):
@@ -31,9 +32,7 @@ def test_the_app_opens_a_moved_library_with_its_labels_and_scores(qtbot, tmp_pat
     qtbot.addWidget(w)
     w.show()
     w.set_annotator("ann")
-    with qtbot.waitSignal(w.scanner.scanned, timeout=120_000):
-        w.open_path(moved)
-    qtbot.waitUntil(lambda: not w.library.model.pending, timeout=30_000)
+    open_and_wait(qtbot, w, moved, timeout=120_000)
     assert w.session.library is not None
     rows = w.session.library.catalog.query(order_by="key")
     assert len(rows) == 5
