@@ -27,6 +27,7 @@ def describe(traj: Trajectory) -> dict[str, Any]:
         "id": traj.id,
         "format": traj.source_format,
         "instruction": traj.instruction,
+        "instruction_source": traj.instruction_source,
         "n_steps": traj.n_steps,
         "outcome": {"success": traj.outcome.success, "score": traj.outcome.score, "source": traj.outcome.source},
         "video": None if v is None else {"path": v.path, "fps": v.fps, "frames": v.frames, "width": v.width,
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     t = printable
     out = info["outcome"]
     print(f"{t(info['id'])}  [{t(info['format'])}]  {t(traj.source_path)}")
-    print(f"  instruction: {t(info['instruction'] or '(none)')}")
+    source = f"  (from {t(info['instruction_source']).replace('_', ' ')})" if info["instruction_source"] else ""
+    print(f"  instruction: {t(info['instruction'] or '(none)')}{source}")
     print(f"  outcome:     success={out['success']} score={out['score']} source={t(out['source'])}")
     if info["video"]:
         vi = info["video"]

@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gui_app.commands.options import add_tasks_root, tasks_roots
+
+if TYPE_CHECKING:
+    from gui_app.core.library.catalog import Catalog
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,8 +32,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="re-read every unit, even those unchanged since last scan")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object: {"trajectories", "by_format", "errors", "unrecognised", "seconds", '
-                        '"skipped", ...}')
+                        '"skipped", "without_instruction", ...}')
     add_tasks_root(p)
+
+
+def without_instruction(catalog: Catalog, root: Path) -> int:
+    """How many of the runs under ``root`` that load have no instruction of their own (none of the places their
+    format keeps one held it)."""
+    under = os.path.abspath(root)
+    return sum(1 for r in catalog.query(filters={"has_error": False})
+               if not r.instruction.strip() and (r.path == under or r.path.startswith(under.rstrip(os.sep) + os.sep)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         report = catalog.scan(root, progress=on_progress, force=args.force, tasks_roots=tasks_roots(args))
+        without = without_instruction(catalog, root)
     finally:
         pbar.close()
         catalog.close()
@@ -71,13 +85,17 @@ def run(args: argparse.Namespace) -> int:
         out = {"trajectories": report.trajectories, "by_format": report.by_format, "errors": report.errors,
                "seconds": round(report.seconds, 3), "skipped": report.skipped, "units": report.units,
                "removed": report.removed, "catalog": str(catalog.db_path), "notes": [note] if note else [],
-               "unrecognised": {"count": report.unrecognised, "examples": report.unrecognised_examples}}
+               "unrecognised": {"count": report.unrecognised, "examples": report.unrecognised_examples},
+               "without_instruction": without}
         print(json.dumps(out, ensure_ascii=False))
         return 0
     formats = ", ".join(f"{name} {n}" for name, n in sorted(report.by_format.items())) or "none"
     print(f"{report.trajectories} trajectories in {report.units} units ({formats}) in {report.seconds:.2f} s")
     print(f"  {report.units - report.skipped} read, {report.skipped} unchanged, {report.removed} removed; "
           f"catalog: {printable(catalog.db_path)}")
+    if without:
+        print(f"  {without} trajectories without an instruction (scoring needs one: --tasks-root, or give one in the "
+              f"app)")
     if report.unrecognised:
         print(f"  {report.unrecognised} file(s) or folder(s) not recognised as trajectories, e.g.:")
         for ex in report.unrecognised_examples:  # file names: a name may hold an escape sequence or a newline

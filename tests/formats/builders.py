@@ -164,6 +164,73 @@ def osworld_dir(parent: Path, example_id: str = "bb5e4c0d-f964-439c-97b6-bdb9747
             "action_times": action_times}
 
 
+WEBVOYAGER_OBS = ("Observation: please analyze the attached screenshot and give the Thought and Action. I've provided "
+                  "the tag name of each element and the text it contains (if text exists). Note that <textarea> or "
+                  "<input> may be textbox, but not exactly. Please focus more on the screenshot and then refer to the "
+                  "textual information.\n")
+WEBVOYAGER_TASK = {"web_name": "Amazon", "id": "Amazon--0",
+                   "ques": "Search an Xbox Wireless controller with green color and rated above 4 stars.",
+                   "web": "https://www.amazon.com/"}
+
+
+def webvoyager_dir(parent: Path, *, data: bool = True, clipped: bool = True) -> dict[str, Any]:
+    """A WebVoyager run ``parent/results/<time>/taskAmazon--0/`` as run.py (MinorJerry/WebVoyager) writes it: the chat
+    in ``interact_messages.json`` (image data blanked) and ``screenshot<k>.png`` per iteration; a reply the harness
+    could not use, followed by its "Format ERROR" message and an iteration without a screenshot; with ``clipped``
+    the first observation is the text run.py keeps of an older one. With ``data``, the repository's
+    ``parent/data/WebVoyager_data.jsonl`` and ``reference_answer.json``.
+
+    Returns:
+        dict with ``path``, ``task`` (the task-list record), ``replies`` (the model's replies) and ``shots``
+        (the iterations that took a screenshot).
+    """
+    task = WEBVOYAGER_TASK
+    root = parent / "results" / "20240105_10_02_33" / f"task{task['id']}"
+    root.mkdir(parents=True)
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,{b64_img}"}}
+    first = (f"Now given a task: {task['ques']}  Please interact with {task['web']} and get the answer. \n"
+             + WEBVOYAGER_OBS + '[3]: <input> "";\t[5]: <button> "Go";')
+    replies = [
+        "Thought: The search box is labelled [3].\n\nAction: Type [3]; Xbox Wireless controller green",
+        "I should open the first result.",  # no Thought:/Action: -- the harness answers "Format ERROR"
+        "Thought: The first result is the green controller, 4.6 stars.\n\nAction: Click [12]",
+        "Thought: Scroll to see the rating.\n\nAction: Scroll [WINDOW]; down",
+        "Thought: Back to the results.\n\nAction: GoBack",
+        "Thought: Start over.\n\nAction: Google",
+        "Thought: Wait for the page.\n\nAction: Wait",
+        "Thought: The controller is green and rated 4.6.\n\nAction: ANSWER; Xbox Core Wireless Controller – Velocity "
+        "Green, 4.6 stars",
+    ]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Imagine you are a robot browsing the web ..."}]
+    shots = []
+    for k, reply in enumerate(replies, start=1):
+        if k == 3:  # the iteration after the reply the harness could not use: no screenshot
+            messages.append({"role": "user",
+                             "content": "Format ERROR: Both 'Thought' and 'Action' should be included in your reply."})
+        elif k == 1 and clipped:
+            messages.append({"role": "user", "content": first.split("Observation:")[0].strip()
+                             + "Observation: A screenshot and some texts. (Omitted in context.)"})
+            shots.append(k)
+        else:
+            text = first if k == 1 else WEBVOYAGER_OBS + '[12]: "Xbox";'
+            messages.append({"role": "user", "content": [{"type": "text", "text": text}, image]})
+            shots.append(k)
+        messages.append({"role": "assistant", "content": reply})
+    for k in shots:
+        write_png(root / f"screenshot{k}.png", screen(k))
+    (root / "interact_messages.json").write_text(json.dumps(messages, indent=2), encoding="utf-8")
+    if data:
+        (parent / "data").mkdir(exist_ok=True)
+        other = {**task, "id": "Amazon--1", "ques": "Another task."}
+        (parent / "data" / "WebVoyager_data.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in (other, task)), encoding="utf-8")
+        ref = {"Amazon": {"notice": "", "answers": [
+            {"id": 1, "type": "possible", "ans": "other"},
+            {"id": 0, "type": "possible", "ans": "'Xbox Core Wireless Gaming Controller – Velocity Green', 4.7"}]}}
+        (parent / "data" / "reference_answer.json").write_text(json.dumps(ref, indent=2), encoding="utf-8")
+    return {"path": root, "task": task, "replies": replies, "shots": shots}
+
+
 def osworld_trace_dir(parent: Path, example_id: str = "5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57", domain: str = "os",
                       scores: dict[str, str] | None = None) -> dict[str, Any]:
     """A run of the per-step-trace variant: ``parent/results/<domain>/<example_id>/step_NNN.png`` +

@@ -10,7 +10,10 @@ import pytest
 
 from gui_app import cli
 
-INSPECT_KEYS = {"id", "format", "instruction", "n_steps", "outcome", "video", "steps", "alignment", "warnings"}
+INSPECT_KEYS = {"id", "format", "instruction", "instruction_source", "n_steps", "outcome", "video", "steps",
+                "alignment", "warnings"}
+# Where an instruction may come from (Trajectory.instruction_source); None: not found, or the file holds it itself.
+INSTRUCTION_SOURCES = {None, "task_config", "domain_config", "transcript", "override"}
 
 
 @pytest.fixture
@@ -25,6 +28,7 @@ def inspect_json(capsys):
         assert code == 0, err
         info = json.loads(out)
         assert set(info) == INSPECT_KEYS
+        assert info["instruction_source"] in INSTRUCTION_SOURCES
         assert set(info["outcome"]) == {"success", "score", "source"}
         assert set(info["alignment"]) == {"method", "mean_confidence", "low_confidence_steps", "offset"}
         if info["video"] is not None:

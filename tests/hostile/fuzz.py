@@ -71,6 +71,7 @@ def build_seeds(folder: Path) -> dict[str, Path]:
     seeds["whowhen"] = folder / "whowhen" / "record.json"
     seeds["image_folder"] = b.image_folder(folder / "images" / "shots", log=True)["path"]
     seeds["osworld_trace"] = b.osworld_trace_dir(folder / "osworld_trace")["path"]
+    seeds["webvoyager"] = b.webvoyager_dir(folder / "webvoyager")["path"]
     seeds["harbor"] = b.harbor_trial(folder / "harbor", "hello-world__Ab3dE9f", b.atif_v12_claude_code())
     (folder / "inspect").mkdir()
     seeds["inspect"] = b.inspect_computer_eval(folder / "inspect" / "computer.eval")["path"]

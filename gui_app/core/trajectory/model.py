@@ -98,6 +98,10 @@ class Trajectory:
             has the task's id, Harbor's golden files all say ``NORMALIZED_SESSION_ID`` (see
             :mod:`gui_app.core.trajectory.identity`); :attr:`key` is what names one trajectory.
         instruction: the task as given to the agent ('' when the format has none).
+        instruction_source: where the instruction was found, for the formats that keep it apart from the run:
+            ``task_config`` (the run's own task config), ``domain_config`` (one config for a whole domain or
+            scenario), ``transcript`` (the agent's own messages), ``override`` (set by a person in the app); None
+            when none was found, or when the format's file holds the instruction itself.
         source_format: importer name (``native``, ``osworld``, ``atif``, ...).
         source_path: absolute path of the file or directory it was read from.
         steps: the steps, ordered by index.
@@ -118,6 +122,7 @@ class Trajectory:
 
     id: str
     instruction: str = ""
+    instruction_source: str | None = None
     source_format: str = "native"
     source_path: str = ""
     steps: list[Step] = field(default_factory=list)

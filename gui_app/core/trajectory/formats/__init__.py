@@ -3,8 +3,8 @@
 Each importer module defines a module-level ``IMPORTER`` implementing :class:`Importer`. Detection asks every
 importer how sure it is (``sniff``) from the content, not only the name, and picks the surest.
 
-A *unit* is what one importer reads: a directory (native, OSWorld, BrowserGym/AgentLab, Harbor trial, raw AgentNet
-recording, video + step log, screenshot folder) or a file (ATIF JSON, AgentNet JSONL, AgentNetBench JSON,
+A *unit* is what one importer reads: a directory (native, OSWorld, WebVoyager, BrowserGym/AgentLab, Harbor trial,
+raw AgentNet recording, video + step log, screenshot folder) or a file (ATIF JSON, AgentNet JSONL, AgentNetBench JSON,
 Who&When JSON/JSONL, Inspect ``.eval``). A unit may hold several trajectories (AgentNet JSONL: one per line; an
 Inspect log: one per sample); one of them is addressed as ``PATH#N`` (0-based).
 """
@@ -30,8 +30,8 @@ T = TypeVar("T")
 TasksRoots = Sequence[str | Path] | None  # OSWorld task roots given to a load; None: the user's (osworld.tasks_roots)
 
 # Order matters only to break ties in sniff scores: more specific formats first.
-_MODULES = ("native", "osworld", "osworld_trace", "browsergym", "harbor", "atif", "agentnet", "agentnetbench",
-            "agentnet_recording", "inspect_eval", "whowhen", "plain_video", "image_folder")
+_MODULES = ("native", "osworld", "osworld_trace", "webvoyager", "browsergym", "harbor", "atif", "agentnet",
+            "agentnetbench", "agentnet_recording", "inspect_eval", "whowhen", "plain_video", "image_folder")
 
 # Directories never descended into while scanning. ``evaluation_examples`` holds OSWorld task configs: not runs,
 # but the instructions the runs beside it are read with (osworld.find_task_config), so they are not "unrecognised".

@@ -129,7 +129,8 @@ class OSWorldTraceImporter:
                 if doc.get(opt) is not None:
                     extra[opt] = doc[opt]
             if isinstance(doc.get("instruction"), str) and not traj.instruction:
-                traj.instruction = doc["instruction"]
+                # The harness copies its task config's instruction into each trace.
+                traj.instruction, traj.instruction_source = doc["instruction"], "task_config"
             reward = c.number(doc.get("reward"), traces.get(n, root), "reward")
             step = c.make_step(k, action or "", thought=thought if isinstance(thought, str) else None,
                                screenshot=str(shots[n]) if n in shots else None, reward=reward, extra=extra)
@@ -145,13 +146,14 @@ class OSWorldTraceImporter:
         if cand is not None and not traj.instruction:
             doc = read_task_config(cand, traj)
             if isinstance(doc, dict) and isinstance(doc.get("instruction"), str):
-                traj.instruction = doc["instruction"]
+                traj.instruction, traj.instruction_source = doc["instruction"], "task_config"
                 traj.metadata["task_config"] = str(cand)
         domain = layout.folder if layout.folder in DOMAINS or cand is not None else None
         if domain:
             traj.app = domain
             traj.metadata["domain"] = domain
         traj.metadata["task"] = f"{domain}/{layout.example_id}" if domain else layout.example_id
+        traj.metadata["run_folder"] = layout.run_folder
         if not traj.instruction:
             traj.warnings.append(f"{root}: no instruction: it is not in the traces and the task config was not found "
                                  f"(looked for {'; '.join(looked)})")
