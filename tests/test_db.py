@@ -27,7 +27,7 @@ def test_a_catalog_left_by_the_old_code_migrates_keeping_rows_and_scores(tmp_pat
                  "VALUES ('/lib/a', 'old-model', 0.55, 1, '[0.2, 0.8]', 1.0)")
     conn.close()
     with Catalog(path) as cat:
-        assert cat.schema_version == SCHEMA_VERSION == 10
+        assert cat.schema_version == SCHEMA_VERSION == 13
         assert {r.ref for r in cat.query()} == {"/lib/a", "/lib/b"}  # keys backfilled (no library root: absolute)
         a, b = cat.query(order_by="key")
         assert (a.instruction, a.success, a.p_success, a.first_error_step) == ("Open the menu", False, 0.55, 1)
@@ -44,10 +44,17 @@ def test_a_catalog_left_by_the_old_code_migrates_keeping_rows_and_scores(tmp_pat
         cat.set_score("/lib/a", Score(p_success=0.0, threshold=0.573, success=False, ood=2.5, unknown=True))
         assert cat.latest_score("/lib/a").unknown and cat.get("/lib/a").model_unknown
         assert cat.query(order_by="key")[0].model_unknown is True
+        assert cat.latest_score("/lib/a").evidence == []  # not recorded: an old score, or one that says nothing
+        # What a verdict read (model v3) is kept with it.
+        cat.set_score("/lib/a", Score(p_success=0.9, threshold=0.5, success=True, evidence=["video", "actions"],
+                                      text_reads=12))
+        back = cat.latest_score("/lib/a")
+        assert (back.evidence, back.text_reads) == (["video", "actions"], 12)
     log = sqlite3.connect(path).execute("SELECT version, name FROM schema_migrations").fetchall()
     # what the runner applied
     assert log == [(5, "score_whole"), (6, "library_keys"), (7, "score_unknown"), (8, "folders"), (9, "one_score"),
-                   (10, "scores_by_library_key")]
+                   (10, "scores_by_library_key"), (11, "run_columns"), (12, "instruction_overrides"),
+                   (13, "score_evidence")]
 
 
 def test_a_store_left_by_the_old_code_opens_as_it_is(tmp_path: Path):
@@ -59,7 +66,7 @@ def test_a_store_left_by_the_old_code_opens_as_it_is(tmp_path: Path):
     conn.close()
     store = open_store(path)
     try:
-        assert store.schema_version == len(migrations()) == 3
+        assert store.schema_version == len(migrations()) == 4
         rec = store.get("t", "ann")
         assert (rec.verdict, rec.labels) == ("failure", ["computer_use:wrong_element"])
         store.set_field("t", "ann", "notes", "still writable")

@@ -9,7 +9,12 @@ on that cluster; the lines are the same, in the order they finish, and scores go
 
 Exit status: 0 when every trajectory was scored, 1 when at least one could not be (each failure is one
 ``rollscope: error: ...`` line on stderr, the batch goes on; with ``--json`` its ``{"path", "error"}`` object is on
-stdout too). A run without an instruction is such a failure: there is nothing to judge it against.
+stdout too). A batch of several ends with one line that counts them and names the log file listing each with the
+reason (``logs/score-<time>.log`` in the library's ``.rollscope`` folder, else beside the settings).
+
+A run without an instruction is judged against the one given to its task in the app (stored in the library's
+catalog: ``--catalog``, else the catalog of the library the paths lie in), or ``--instruction TEXT``; with neither it
+is not scored: there is nothing to judge it against.
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from pathlib import Path
+
 from gui_app.commands.options import add_tasks_root, tasks_roots
 from gui_app.core.safety import printable
 
 if TYPE_CHECKING:
+    from gui_app.core.library.catalog import Catalog
     from gui_app.core.scoring.batch import ScoreOutcome
+    from gui_app.core.scoring.instructions import Instructions
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,6 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "ADDRESS, else the cluster at ADDRESS (auto, HOST:PORT, ray://HOST:10001); media must be "
                         "at the same path on every node. Put it after the paths, or write --ray=ADDRESS")
     p.add_argument("--workers", type=int, default=None, help="Ray workers (default: one per CPU of the cluster)")
+    p.add_argument("--instruction", default=None, metavar="TEXT",
+                   help="judge runs that have no instruction of their own against TEXT (before any instruction "
+                        "given to their task in the app); runs with their own keep it")
     add_tasks_root(p)
 
 
@@ -53,8 +65,6 @@ def expand(paths: list[str]) -> list[str]:
 
     A folder with none stays as it is, so it gets its own error line.
     """
-    from pathlib import Path
-
     from gui_app.core.trajectory.formats import detect, find_units, split_selector
 
     out: list[str] = []
@@ -69,8 +79,6 @@ def expand(paths: list[str]) -> list[str]:
 
 def library_root(root: str | None, paths: list[str]) -> str | None:
     """``--root``, else the one folder given (a library scored whole), else None (each trajectory's own folder)."""
-    from pathlib import Path
-
     if root is not None:
         return root
     return paths[0] if len(paths) == 1 and Path(paths[0]).is_dir() else None
@@ -78,12 +86,12 @@ def library_root(root: str | None, paths: list[str]) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from functools import partial
-    from pathlib import Path
-
-    from gui_app.commands.progress import bar
-    from models.runtime import RewardModel
 
     from gui_app.commands.model import active_or
+    from gui_app.commands.progress import bar
+    from gui_app.core.library.folder import find_library_catalog
+    from gui_app.core.scoring.batch import not_scored, summary
+    from models.runtime import RewardModel
 
     args.model = active_or(args.model)
     if args.ray is not None and args.ray != "local" and Path(args.ray).exists():
@@ -102,23 +110,24 @@ def run(args: argparse.Namespace) -> int:
             raise
     paths = expand(args.paths)  # the catalog turns each into the trajectory's key (Catalog.score_key)
     pbar = bar(len(paths), desc="scoring", json_mode=args.json)
-    counts = {"all": 0, "failed": 0}
+    outcomes: list[ScoreOutcome] = []
 
     def show(oc: ScoreOutcome) -> None:
-        counts["all"] += 1
-        counts["failed"] += oc.result is None
+        outcomes.append(oc)
         pbar.clear()
         print_outcome(oc, args.json)
 
+    root = library_root(args.root, args.paths)
     try:
-        root = library_root(args.root, args.paths)
+        found = None if catalog is not None else find_library_catalog(root or args.paths[0])
+        instructions = given_instructions(catalog, found, args.instruction)
         if args.ray is not None:
             from gui_app.core.scoring.cluster import score_on_ray
 
             factory = partial(RewardModel.load, args.model, backend=args.backend)
             stats = score_on_ray(paths, factory, address=args.ray, workers=args.workers, catalog=catalog,
                                  prune=args.prune, chunk=args.batch_size, on_outcome=show, library_root=root,
-                                 tasks_roots=tasks_roots(args),
+                                 tasks_roots=tasks_roots(args), instructions=instructions,
                                  progress=lambda done, total: pbar.update(done - pbar.n))
             if stats.retried and not args.json:
                 print(f"note: {stats.retried} trajectories were sent again after {stats.replaced} Ray worker(s) "
@@ -129,12 +138,44 @@ def run(args: argparse.Namespace) -> int:
             model = RewardModel.load(args.model, backend=args.backend)
             score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size, on_outcome=show,
                        progress=lambda done, total: pbar.update(done - pbar.n), library_root=root,
-                       tasks_roots=tasks_roots(args))
+                       tasks_roots=tasks_roots(args), instructions=instructions)
     finally:
         pbar.close()
         if catalog is not None:
             catalog.close()
-    return 1 if counts["failed"] else 0
+    failed = not_scored(outcomes)
+    if failed and len(outcomes) > 1:  # one run's error line says it all; a batch's are counted and logged
+        print(f"rollscope: {len(failed):,} of {len(outcomes):,} trajectories not scored ({summary(outcomes)}); "
+              f"{log_written(outcomes, args.catalog or found)}", file=sys.stderr, flush=True)
+    return 1 if failed else 0
+
+
+def given_instructions(catalog: Catalog | None, found: Path | None, text: str | None) -> Instructions:
+    """What runs without an instruction are judged against: ``--instruction``, then those given to their tasks in
+    the app, read from ``catalog`` (``--catalog``) or the library's catalog ``found`` (read, not written)."""
+    from gui_app.core.library.catalog import Catalog
+    from gui_app.core.scoring.instructions import Instructions
+
+    stored = Instructions()
+    if catalog is not None:
+        stored = catalog.stored_instructions()
+    elif found is not None:
+        with Catalog(found) as library:
+            stored = library.stored_instructions()
+    return Instructions(stored.stored, text)
+
+
+def log_written(outcomes: list[ScoreOutcome], catalog_path: str | Path | None) -> str:
+    """Write the log of the runs not scored and say where (or why it could not be written)."""
+    from gui_app.core.library.folder import score_log_folder
+    from gui_app.core.scoring.batch import write_log
+
+    folder = score_log_folder(catalog_path)
+    try:
+        path = write_log(outcomes, folder, "rollscope score")
+    except OSError as exc:
+        return f"the log naming each could not be written to {printable(folder)}: {exc.strerror or exc}"
+    return f"each is named, with the reason, in {printable(path)}"
 
 
 def print_outcome(oc: ScoreOutcome, as_json: bool) -> None:

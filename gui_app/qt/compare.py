@@ -231,15 +231,18 @@ class ComparePane(QWidget):
 
 
 class ViewerArea(QWidget):
-    """The centre of the window: the video (under "A: ..." while comparing) with the compared run beside it, half
-    and half, and the transport bar under both."""
+    """The centre of the window: the video (under the run header, and "A: ..." while comparing) with the compared run
+    beside it, half and half, and the transport bar under both."""
 
-    def __init__(self, video: VideoView, pane: ComparePane, transport: QWidget, parent: QWidget | None = None):
+    def __init__(self, video: VideoView, pane: ComparePane, transport: QWidget, parent: QWidget | None = None,
+                 header: QWidget | None = None):
         super().__init__(parent)
         left = QWidget(self)
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
         lv.setSpacing(2)
+        if header is not None:  # the open run's header (its instruction), over "A: ..." while comparing
+            lv.addWidget(header)
         lv.addWidget(pane.lead_title)
         lv.addWidget(video, 1)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)

@@ -30,7 +30,7 @@ from gui_app.core.library.catalog import Catalog, ScanReport
 from gui_app.core.errors import RollscopeError, VideoError
 from gui_app.core.library.folder import Library, migrate_labels, open_library
 from gui_app.core.scoring.score import Score
-from gui_app.core.scoring.batch import ScoreOutcome, score_many
+from gui_app.core.scoring.batch import NOT_LOADED, ScoreOutcome, log_lines, not_scored, score_many, summary, write_log
 from gui_app.core.store.interface import AnnotationStore
 from gui_app.core.trajectory.model import Trajectory
 from gui_app.core.media.video import FrameSource
@@ -154,14 +154,33 @@ class _ModelHolder:
         return self.model
 
 
+# How the app's user gives a run an instruction, said when one has none (not the command line's options).
+NO_INSTRUCTION_HINT = (" Give it one with “Set instruction…” over the video (Ctrl+I): type it, or point at a folder "
+                       "of task configs; it holds for every run of its task.")
+
+
+@dataclass
+class LibraryScoring:
+    """What scoring the library did: an outcome per row it was asked to score (a row that does not load included,
+    as not scored), and the log file naming the rows not scored (None when all were, or it could not be written:
+    ``log_error`` says why)."""
+
+    outcomes: list[ScoreOutcome]
+    log: Path | None = None
+    log_error: str | None = None
+
+
 def score_one_task(holder: _ModelHolder, catalog: Catalog | None, key: str, traj: Trajectory,
                    rep: Reporter) -> ScoreOutcome:
     """Score the open trajectory through the same core function as ``rollscope score`` (the model copies what it
-    repairs: the trajectory on screen is not changed from this worker thread)."""
+    repairs: the trajectory on screen is not changed from this worker thread); without an instruction of its own,
+    against the one given to its task (the catalog's)."""
     rep.progress(0, 1, "loading the reward model")
     model = holder.get()
     rep.progress(0, 1, f"scoring {traj.id}")
-    (outcome,) = score_many([(key, traj)], model, catalog=catalog)
+    given = catalog.stored_instructions() if catalog is not None else None
+    (outcome,) = score_many([(key, traj)], model, catalog=catalog, instructions=given,
+                            no_instruction_hint=NO_INSTRUCTION_HINT)
     memory.trim()  # the decoded frames and the network's buffers are freed: give them back
     if outcome.result is None:  # the error names the file (a trajectory without media, ...)
         raise RollscopeError(outcome.error or f"cannot score {traj.id}")
@@ -171,18 +190,33 @@ def score_one_task(holder: _ModelHolder, catalog: Catalog | None, key: str, traj
 
 def score_library_task(holder: _ModelHolder, catalog: Catalog, text: str, filters: dict[str, Any],
                        rep: Reporter, library_root: Path | None = None,
-                       tasks_roots: Sequence[str] | None = None) -> list[ScoreOutcome]:
-    """Score the library's rows that ``text`` and ``filters`` select (all rows when both are empty), leaving out
-    those that failed to load; media may be read anywhere under ``library_root``. Each outcome is handed on
-    (:meth:`Reporter.partial`) once its score is in the catalog, so the views show it while the rest is scored."""
-    keys = [r.key for r in catalog.query(text, {**filters, "has_error": False})]
+                       tasks_roots: Sequence[str] | None = None) -> LibraryScoring:
+    """Score the library's rows that ``text`` and ``filters`` select (all rows when both are empty); media may be
+    read anywhere under ``library_root``; a run without an instruction is judged against the one given to its task.
+    Each outcome is handed on (:meth:`Reporter.partial`) once its score is in the catalog, so the views show it
+    while the rest is scored. A row that failed to load is not scored and says so, as does every run that could not
+    be; those are written to the library's scoring log."""
+    rows = catalog.query(text, filters)
+    keys = [r.key for r in rows if not r.error]
+    skipped = [ScoreOutcome(r.key, r.id, error=r.error, reason=NOT_LOADED) for r in rows if r.error]
+    given = catalog.stored_instructions()
     rep.progress(0, len(keys), "loading the reward model")
     model = holder.get()
     try:
-        return score_many(keys, model, catalog=catalog, progress=rep.progress, cancel=rep.cancelled,
-                          on_outcome=rep.partial, library_root=library_root, tasks_roots=tasks_roots)
+        outcomes = skipped + score_many(keys, model, catalog=catalog, progress=rep.progress, cancel=rep.cancelled,
+                                        on_outcome=rep.partial, library_root=library_root, tasks_roots=tasks_roots,
+                                        instructions=given, no_instruction_hint=NO_INSTRUCTION_HINT)
     finally:
         memory.trim()  # what the batches decoded and padded is freed: give it back (gui_app.core.memory)
+    result = LibraryScoring(outcomes)
+    if not_scored(outcomes):
+        from gui_app.core.library.folder import score_log_folder
+
+        try:
+            result.log = write_log(outcomes, score_log_folder(catalog.db_path), "library scoring")
+        except OSError as exc:
+            result.log_error = f"the log could not be written: {exc.strerror or exc}"
+    return result
 
 
 def open_library_task(path: str | Path, rep: Reporter, store: str | None = None,
@@ -543,13 +577,17 @@ class ScoreController(QObject):
             self.notifier.info(text)
         self.scored.emit(key)
 
-    def _library_done(self, outcomes: list[ScoreOutcome] | None) -> None:
-        # Each score reached the views as it was stored (``stored``): what is left is to say how it went.
-        outcomes = outcomes or []
-        failed = [o for o in outcomes if o.error is not None]
+    def _library_done(self, result: LibraryScoring | None) -> None:
+        # Each score reached the views as it was stored (``stored``): what is left is to say how it went, and to
+        # name every run that was not scored (the message's detail, which View → Log lists, and the log file).
+        outcomes = result.outcomes if result is not None else []
+        failed = not_scored(outcomes)
         text = f"Scored {len(outcomes) - len(failed):,} trajectories"
         if failed:
-            self.notifier.warning(f"{text}; {len(failed)} could not be scored: {failed[0].error}")
+            where = f"; also in {result.log}" if result is not None and result.log is not None else \
+                f"; {result.log_error}" if result is not None and result.log_error else ""
+            self.notifier.warning(f"{text}; {len(failed):,} not scored ({summary(outcomes)}): View → Log names "
+                                  f"each and why{where}", detail="\n".join(log_lines(outcomes)))
         else:
             self.notifier.info(text)
         self.scored.emit("")

@@ -18,8 +18,8 @@ page, never one per row); without one the column stays blank. Sorting by that co
 filtered result is read from the catalog's cached rows, its statuses read from the store once, and the model pages
 through that ordered list.
 
-Search finds the instruction, task and id, the outcome and the model's verdict in words (the catalog's), and what the
-rows' labels say (verdict, labels, notes...): a ``label_search(text) -> {word: keys}`` function
+Search finds the instruction, task, agent, domain, run folder and id, the outcome and the model's verdict in words (the
+catalog's), and what the rows' labels say (verdict, labels, notes...): a ``label_search(text) -> {word: keys}`` function
 (:func:`gui_app.core.library.folder.store_label_search`) asks the store once per search, in the worker, and the catalog
 takes its answer as the ``label_refs`` filter, which :attr:`LibraryModel.filters` carries on (a queue or a scoring
 run of "the rows shown" holds the same rows).
@@ -61,8 +61,13 @@ COLUMNS: tuple[tuple[str, str | None, str], ...] = (
                                 "when the model cannot judge the run)"),
     ("Label", "label", "Annotation status from the label store (sorts unlabelled, labelled once, several "
                        "annotators, adjudicated)"),
+    ("Agent / model", "agent", "The agent or model that ran it, when its format says"),
+    ("Domain", "domain", "The run's domain (OSWorld's application or scenario), when its format has one"),
+    ("Run folder", "run_folder", "The run's own folder as its harness named it (its time, a run number), when its "
+                                 "format has one: what tells runs of one task apart"),
 )
-COL_INSTRUCTION, COL_TASK, COL_FORMAT, COL_STEPS, COL_DURATION, COL_OUTCOME, COL_P, COL_LABEL = range(len(COLUMNS))
+(COL_INSTRUCTION, COL_TASK, COL_FORMAT, COL_STEPS, COL_DURATION, COL_OUTCOME, COL_P, COL_LABEL, COL_AGENT, COL_DOMAIN,
+ COL_RUN_FOLDER) = range(len(COLUMNS))
 
 LABEL_SORT = "label"  # the order_by of the label status column: not a catalog column, sorted here
 
@@ -497,6 +502,12 @@ class LibraryModel(QAbstractTableModel):
             return format_model(row)
         if col == COL_LABEL:
             return self._labels.get(row.key, "")
+        if col == COL_AGENT:
+            return row.agent or ""
+        if col == COL_DOMAIN:
+            return row.domain or ""
+        if col == COL_RUN_FOLDER:
+            return row.run_folder or ""
         return ""
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -632,8 +643,9 @@ class LibraryView(QWidget):
         self.model = model
         self.search = QLineEdit(self)
         self.search.setPlaceholderText("Search text, outcome, labels, notes…")
-        self.search.setToolTip("Every word must match the instruction, task or id, the outcome or the model's "
-                               "verdict (success, failure, unknown), or the run's labels, verdict and notes (Ctrl+F)")
+        self.search.setToolTip("Every word must match the instruction, task, agent, domain, run folder or id, the "
+                               "outcome or the model's verdict (success, failure, unknown), or the run's labels, "
+                               "verdict and notes (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         self.format_filter = QComboBox(self)
         self.outcome_filter = self._combo(_OUTCOME_CHOICES)
@@ -655,7 +667,8 @@ class LibraryView(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         for col, width in ((COL_INSTRUCTION, 190), (COL_TASK, 100), (COL_FORMAT, 70), (COL_STEPS, 44),
-                           (COL_DURATION, 56), (COL_OUTCOME, 74), (COL_P, 74), (COL_LABEL, 80)):
+                           (COL_DURATION, 56), (COL_OUTCOME, 74), (COL_P, 74), (COL_LABEL, 80), (COL_AGENT, 100),
+                           (COL_DOMAIN, 90), (COL_RUN_FOLDER, 130)):
             self.table.setColumnWidth(col, max(width, header_width(self.table, COLUMNS[col][0])))
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(COL_INSTRUCTION, Qt.SortOrder.AscendingOrder)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 import traceback
 from types import TracebackType
+from typing import NamedTuple
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (QApplication, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QProgressBar, QToolButton,
@@ -28,11 +30,23 @@ _LOG_LEVELS = {"info": logging.INFO, "warning": logging.WARNING, "error": loggin
 STATUS_MS = {"info": 4000, "warning": 8000, "error": 0}  # errors stay in the status bar until replaced
 
 
+class LogEntry(NamedTuple):
+    """One message as the log keeps it: when (Unix time), its level, its text and its detail (one line per run a
+    batch did not score, a traceback; '' when none)."""
+
+    time: float
+    level: str
+    text: str
+    detail: str = ""
+
+
 class Notifier(QObject):
     """Where every part of the GUI sends what the user must know.
 
     Attributes:
-        history: every ``(level, text)`` posted, oldest first (the tests and the log panel read it).
+        history: every ``(level, text)`` posted, oldest first (the tests read it).
+        log: every message posted this session with its time and detail, oldest first: what View → Log lists
+            (:class:`gui_app.qt.log_view.LogDialog`).
     """
 
     posted = Signal(str, str, str)  # level, text, detail
@@ -40,11 +54,13 @@ class Notifier(QObject):
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self.history: list[tuple[str, str]] = []
+        self.log: list[LogEntry] = []
 
     def post(self, level: str, text: str, detail: str = "") -> None:
         if level not in LEVELS:
             raise ValueError(f"unknown level {level!r}; one of {LEVELS}")
         self.history.append((level, text))
+        self.log.append(LogEntry(time.time(), level, text, detail))
         log.log(_LOG_LEVELS[level], text)
         self.posted.emit(level, text, detail)
 
@@ -81,7 +97,7 @@ class NotificationView(QObject):
             self.box.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
             self.box.finished.connect(self._closed)
         self._unseen += 1 if self.box.isVisible() else 0
-        more = f"\n\n({self._unseen} earlier message(s): see the log)" if self._unseen else ""
+        more = f"\n\n({self._unseen} earlier message(s): View → Log lists them)" if self._unseen else ""
         self.box.setIcon(QMessageBox.Icon.Critical if level == "error" else QMessageBox.Icon.Warning)
         self.box.setWindowTitle("Rollscope — " + ("error" if level == "error" else "warning"))
         self.box.setText(text + more)

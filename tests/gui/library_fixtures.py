@@ -10,8 +10,10 @@ import pytest
 
 def write_native(directory: Path, *, id: str, instruction: str, n_steps: int = 3, success: bool | None = True,
                  task: str | None = None, app: str | None = None, fps: float | None = None,
-                 video: str | None = None, frames: int | None = None, step_seconds: float = 1.0) -> Path:
-    """Write a minimal native trajectory (``trajectory.json`` only, unless ``video`` names a file beside it)."""
+                 video: str | None = None, frames: int | None = None, step_seconds: float = 1.0,
+                 agent: str | None = None, metadata: dict | None = None) -> Path:
+    """Write a minimal native trajectory (``trajectory.json`` only, unless ``video`` names a file beside it);
+    ``metadata`` is added to its metadata (``domain``, ``run_folder``, ...)."""
     directory.mkdir(parents=True, exist_ok=True)
     doc = {
         "schema_version": 1,
@@ -25,7 +27,8 @@ def write_native(directory: Path, *, id: str, instruction: str, n_steps: int = 3
         "steps": [{"index": i, "t_start": i * step_seconds, "t_end": (i + 1) * step_seconds,
                    "action": f"pyautogui.click(x={10 * i}, y={20 * i})", "action_type": "click",
                    "x": 10.0 * i, "y": 20.0 * i} for i in range(n_steps)],
-        "metadata": {"task": task} if task else {},
+        "agent": agent,
+        "metadata": {**({"task": task} if task else {}), **(metadata or {})},
     }
     (directory / "trajectory.json").write_text(json.dumps(doc))
     return directory

@@ -9,6 +9,10 @@ for every folder whose modification time and direct entries did not change (tabl
 every importer about it again. :meth:`Catalog.query` serves the library view: filtered, sorted and searched rows
 with the latest reward-model score joined.
 
+The catalog also keeps the instructions users give runs that have none (table ``instruction_overrides``, by scope
+key: a task, a domain or one run; see :mod:`gui_app.core.scoring.instructions`): :meth:`Catalog.set_instruction`,
+:meth:`Catalog.stored_instructions`, what scoring judges such runs against.
+
 Rows are keyed by what :func:`gui_app.core.trajectory.formats.load` accepts: the unit path, or ``PATH#N`` for the N-th
 trajectory of a multi-trajectory file. Each row also carries its library key (``ref``: the unit's path relative to
 the library root, see :mod:`gui_app.core.trajectory.identity`), which labels and scores are keyed by and which survives
@@ -46,6 +50,7 @@ from gui_app.core import db
 from gui_app.core.errors import CatalogDamagedError, CatalogError, RollscopeError, clip
 from gui_app.core.trajectory.formats import FolderWalk, signature, split_selector
 from gui_app.core.trajectory.identity import trajectory_key
+from gui_app.core.scoring.instructions import TASK_CONFIG, USER, Instructions, StoredInstruction, task_key
 from gui_app.core.scoring.score import Score, verdict
 from gui_app.core.trajectory.model import Trajectory
 
@@ -95,14 +100,16 @@ _BOOL_TYPE = "rollscope_bool"
 sqlite3.register_converter(_BOOL_TYPE, defaultdict(lambda: True, {b"0": False}).__getitem__)
 _COLUMNS = f"""t.key, t.id, t.path, t.format, t.instruction, t.task, t.n_steps, t.duration,
     t.success AS "success [{_BOOL_TYPE}]", t.score, t.outcome_source, s.p_success, s.first_error_step, t.error,
-    s.threshold, s.success AS "model_success [{_BOOL_TYPE}]", t.ref, s.unknown AS "model_unknown [{_BOOL_TYPE}]\""""
+    s.threshold, s.success AS "model_success [{_BOOL_TYPE}]", t.ref, s.unknown AS "model_unknown [{_BOOL_TYPE}]",
+    t.run_folder, t.domain, t.agent"""
 _SELECT = f"SELECT {_COLUMNS} FROM trajectories t {_JOIN}"
 # A score's columns, as set_score writes them and latest_score reads them.
 _SCORE_COLUMNS = ("key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, "
-                  "keyframe_steps, mask_shapes, masks, threshold, success, ood, warnings, seconds, timings, unknown")
+                  "keyframe_steps, mask_shapes, masks, threshold, success, ood, warnings, seconds, timings, unknown, "
+                  "evidence, text_reads")
 # The columns a scan writes (a row's score is read from latest_scores, never stored in the row).
 _SCAN_COLUMNS = ("key, id, path, format, instruction, task, app, n_steps, duration, success, score, outcome_source, "
-                 "has_video, error, warnings, scanned_at, search, ref")
+                 "has_video, error, warnings, scanned_at, search, ref, run_folder, domain, agent, task_key")
 _REF = _SCAN_COLUMNS.split(", ").index("ref")  # where a scan row holds its library key
 
 
@@ -132,6 +139,9 @@ class CatalogRow(NamedTuple):
         model_unknown: the latest score says the model cannot judge this run
         (:attr:`gui_app.core.scoring.score.Score.unknown`);
             None when never scored.
+        run_folder: the run's folder as its format names it (``metadata["run_folder"]``), when it does.
+        domain: the run's domain (``metadata["domain"]``), when the format has one.
+        agent: the agent or model that ran it (:attr:`Trajectory.agent`), when known.
 
     The rest of what the catalog knows of a trajectory (app, video, warnings, scoring model) is in
     :meth:`Catalog.info`; keeping rows to these fields keeps a 10,000-row query fast.
@@ -155,6 +165,9 @@ class CatalogRow(NamedTuple):
     model_success: bool | None
     ref: str = ""
     model_unknown: bool | None = None
+    run_folder: str | None = None
+    domain: str | None = None
+    agent: str | None = None
 
 
 class ModelUse(NamedTuple):
@@ -289,10 +302,19 @@ def _sql_value(value: Any) -> Any:
 
 
 def _task_of(traj: Trajectory) -> str | None:
-    task = traj.metadata.get("task") if isinstance(traj.metadata, dict) else None
-    if task is None or task == "":
-        return traj.app
-    return task if isinstance(task, str) else json.dumps(task, ensure_ascii=False)
+    """The task column: the task id (``metadata['task']``), else the domain (``metadata['domain']``), else the app.
+    A format whose run folders name no task (runs named by the time they started) gives them their domain as their
+    task, never the folder's name."""
+    metadata = traj.metadata if isinstance(traj.metadata, dict) else {}
+    return _metadata_text(metadata, "task") or _metadata_text(metadata, "domain") or traj.app
+
+
+def _metadata_text(metadata: dict[str, Any], name: str) -> str | None:
+    """``metadata[name]`` as a column's text: None when absent or empty, a structure as its JSON."""
+    value = metadata.get(name)
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 class Catalog:
@@ -684,7 +706,7 @@ class Catalog:
         def write() -> None:
             conn.executemany("DELETE FROM trajectories WHERE path = ?", paths)
             conn.executemany(f"INSERT OR REPLACE INTO trajectories ({_SCAN_COLUMNS}) "
-                             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             f"VALUES ({','.join('?' * len(_SCAN_COLUMNS.split(', ')))})",
                              traj_rows)
             conn.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)", file_rows)
             # A run scored by its path before any scan recorded it, by a Rollscope older than migration 10, has its
@@ -706,7 +728,7 @@ class Catalog:
             name = os.path.basename(path.rstrip(os.sep)) or path
             return [tuple(map(_sql_value, (path, name, path, fmt, "", None, None, None, None, None, None, None, 0,
                                            clip(text or f"{path}: holds no trajectory"), 0, now, name.lower(),
-                                           trajectory_key(path, self.library_root))))]
+                                           trajectory_key(path, self.library_root), None, None, None, None)))]
 
         if trajs is None:
             return error_row(err)
@@ -717,12 +739,17 @@ class Catalog:
                 key = f"{path}#{i}" if multi else path
                 task = _task_of(t)
                 ref = trajectory_key(key, self.library_root)
-                search = " ".join(x for x in (t.id, t.instruction, task, ref) if x).lower()
+                metadata = t.metadata if isinstance(t.metadata, dict) else {}
+                run_folder, domain = _metadata_text(metadata, "run_folder"), _metadata_text(metadata, "domain")
+                agent = str(t.agent) if t.agent else None
+                search = " ".join(x for x in (t.id, t.instruction, task, ref, run_folder, domain, agent) if x).lower()
                 success = t.outcome.success
+                scope = task_key(t, ref)
                 rows.append(tuple(map(_sql_value, (
                     key, t.id, path, fmt, t.instruction or "", task, t.app, t.n_steps, t.duration,
                     None if success is None else int(success), t.outcome.score, t.outcome.source,
-                    int(t.video is not None), None, len(t.warnings), now, search, ref))))
+                    int(t.video is not None), None, len(t.warnings), now, search, ref, run_folder, domain, agent,
+                    scope))))
         except Exception as exc:  # noqa: BLE001 -- a unit whose fields will not make a row is an error row
             return error_row(f"{path}: cannot be indexed: {_error_text(exc)}")
         return rows
@@ -754,9 +781,9 @@ class Catalog:
         clauses: list[str] = []
         args: list[Any] = []
         scores = False  # whether a clause reads the latest score (s.*)
-        # Text search: every word must occur in the lower-cased id/instruction/task (instr: no LIKE escaping), the
-        # outcome or the model's verdict in words, or (filter ``label_refs``: {word: library keys}, what the label
-        # store matched) the row's labels.
+        # Text search: every word must occur in the lower-cased id/instruction/task/agent/domain/run folder (instr: no
+        # LIKE escaping), the outcome or the model's verdict in words, or (filter ``label_refs``: {word: library
+        # keys}, what the label store matched) the row's labels.
         label_refs = (filters or {}).get("label_refs") or {}
         for word in text.lower().split():
             facts = any(word in fact for fact in _FACT_WORDS)
@@ -845,9 +872,9 @@ class Catalog:
         which for a full 10,000-row list is several times faster than SQLite's sorter carrying every column.
 
         Args:
-            text: words that must all occur (case-insensitively) in the id, instruction or task, the outcome or
-                the model's verdict (``success``, ``failure``, ``unknown``, ``error``), or the labels ``label_refs``
-                matched.
+            text: words that must all occur (case-insensitively) in the id, instruction, task, agent, domain or run
+                folder, the outcome or the model's verdict (``success``, ``failure``, ``unknown``, ``error``), or the
+                labels ``label_refs`` matched.
             filters: any of ``format`` (a name or a list), ``success`` (True, False, or None / 'unknown'),
                 ``has_error`` (bool), ``task``, ``min_p_success``, ``max_p_success``, ``scored`` (bool),
                 ``label_refs`` ({word: library keys} whose labels hold the word, from the label store).
@@ -943,11 +970,13 @@ class Catalog:
 
     def info(self, key: str) -> dict[str, Any] | None:
         """Everything the catalog holds on one trajectory: its row's fields plus ``app``, ``has_video``,
-        ``warnings`` (count), ``scanned_at`` and the latest score's ``model`` and ``scored_at``; None when absent."""
+        ``warnings`` (count), ``scanned_at``, ``task_key`` (the scope an instruction given to it covers by default)
+        and the latest score's ``model`` and ``scored_at``; None when absent."""
         with self._reading():
             cur = self._conn().execute(
                 "SELECT t.key, t.id, t.path, t.format, t.instruction, t.task, t.app, t.n_steps, t.duration, t.success,"
-                " t.score, t.outcome_source, t.has_video, t.error, t.warnings, t.scanned_at, s.p_success,"
+                " t.score, t.outcome_source, t.has_video, t.error, t.warnings, t.scanned_at, t.run_folder, t.domain,"
+                " t.agent, t.task_key, s.p_success,"
                 f" s.first_error_step, s.model, s.scored_at FROM trajectories t {_JOIN} WHERE t.key = ?", (str(key),))
             row = cur.fetchone()
         if row is None:
@@ -977,6 +1006,67 @@ class Catalog:
         with self._reading():
             return [f for (f,) in self._conn().execute(
                 "SELECT DISTINCT format FROM trajectories WHERE format IS NOT NULL ORDER BY format")]
+
+    # -- instructions given to runs that have none -----------------------------------------------------------
+
+    def stored_instructions(self) -> Instructions:
+        """Every instruction users gave a scope of runs (see :mod:`gui_app.core.scoring.instructions`), what
+        scoring judges runs without one against. A few rows, read whole."""
+        with self._reading("read the instructions given to tasks"):
+            rows = self._conn().execute(
+                "SELECT task_key, instruction, source, origin, set_at FROM instruction_overrides").fetchall()
+        return Instructions({k: StoredInstruction(k, i, s, o, t) for k, i, s, o, t in rows})
+
+    def instruction_for(self, traj: Trajectory) -> StoredInstruction | None:
+        """The instruction a user gave ``traj``'s run, task or domain (the most specific), or None."""
+        return self.stored_instructions().for_run(traj)
+
+    def set_instruction(self, key: str, instruction: str, source: str = USER,
+                        origin: str | None = None) -> StoredInstruction:
+        """Give every run of the scope ``key`` (``task:…``, ``domain:…``, ``run:…``; see
+        :func:`gui_app.core.scoring.instructions.scopes`) ``instruction``, replacing what it had; returns it as
+        stored.
+
+        Raises:
+            CatalogError: the instruction is empty, the key names no scope, the source is unknown, or the write
+                failed.
+        """
+        text = instruction.strip()
+        if not text:
+            raise CatalogError(f"{self.db_path}: an empty instruction judges nothing; give some text")
+        if not key.startswith(("task:", "domain:", "run:")) or key.endswith(":"):
+            raise CatalogError(f"{self.db_path}: {key!r} names no runs: a scope key is task:ID, domain:NAME or "
+                               "run:KEY")
+        if source not in (USER, TASK_CONFIG):
+            raise CatalogError(f"{self.db_path}: unknown instruction source {source!r}")
+        stored = StoredInstruction(key, text, source, origin, time.time())
+        self._write("store an instruction", "INSERT OR REPLACE INTO instruction_overrides "
+                    "(task_key, instruction, source, origin, set_at) VALUES (?, ?, ?, ?, ?)",
+                    (key, _sql_value(text), source, _sql_value(origin), stored.set_at))
+        return stored
+
+    def clear_instruction(self, key: str) -> None:
+        """Take back the instruction given to the scope ``key`` (its runs have none again)."""
+        self._write("remove an instruction", "DELETE FROM instruction_overrides WHERE task_key = ?", (key,))
+
+    def runs_without_instruction(self) -> list[tuple[str, str | None]]:
+        """(catalog key, default scope key) of every run that loads and has no instruction of its own, by key:
+        those a user's instructions may apply to."""
+        with self._reading():
+            return [(k, t) for k, t in self._conn().execute(
+                "SELECT key, task_key FROM trajectories WHERE instruction = '' AND error IS NULL ORDER BY key")]
+
+    def _write(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
+        """One statement in its own write transaction."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(sql, args)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._failure(exc, what) from exc
 
     # -- scores ----------------------------------------------------------------------------------------------
 
@@ -1009,7 +1099,9 @@ class Catalog:
                   opt(score.tokens_kept, int), opt(score.tokens_total, int), time.time(), kf, shapes, blob,
                   opt(score.threshold, float), None if score.success is None else int(score.success),
                   opt(score.ood, float), json.dumps(list(score.warnings)), opt(score.seconds, float),
-                  json.dumps({str(k): float(v) for k, v in score.timings.items()}), int(bool(score.unknown)))
+                  json.dumps({str(k): float(v) for k, v in score.timings.items()}), int(bool(score.unknown)),
+                  json.dumps([str(e) for e in score.evidence]) if score.evidence else None,
+                  opt(score.text_reads, int))
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -1039,14 +1131,14 @@ class Catalog:
         if row is None:
             return None
         (_key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, kf, shapes,
-         blob, threshold, success, ood, warnings, seconds, timings, unknown) = row
+         blob, threshold, success, ood, warnings, seconds, timings, unknown, evidence, text_reads) = row
         masks = unpack_masks(shapes, blob)
         return Score(p_success=p_success, threshold=threshold, success=None if success is None else bool(success),
                      first_error_step=first_error_step, step_scores=json.loads(step_scores or "[]"), masks=masks,
                      keyframe_steps=json.loads(kf) if masks and kf else [], tokens_kept=tokens_kept,
                      tokens_total=tokens_total, model=model or "", ood=ood, warnings=json.loads(warnings or "[]"),
                      seconds=seconds, timings=json.loads(timings or "{}"), scored_at=scored_at,
-                     unknown=bool(unknown))
+                     unknown=bool(unknown), evidence=json.loads(evidence or "[]"), text_reads=text_reads)
 
 
     # -- model versions ------------------------------------------------------------------------------------
@@ -1143,7 +1235,8 @@ def open_for_scan(db_path: str | Path, library_root: str | Path | None = None) -
             catalog.close()
         aside = set_aside(db_path)
         note = (f"{db_path}: the catalog was damaged ({exc.reason}); set aside as {aside.name} and rebuilt by this "
-                "scan. The model scores it held are lost: score the library again")
+                "scan. The model scores and the instructions given to tasks it held are lost: score the library "
+                "again")
         return Catalog(db_path, library_root), note
 
 
@@ -1157,11 +1250,12 @@ _new_row = partial(tuple.__new__, CatalogRow)
 
 
 def _rows(cursor: Iterable[tuple[Any, ...]]) -> list[CatalogRow]:
-    """Rows from a cursor over :data:`_COLUMNS` (every tuple has exactly those 18 fields, in order)."""
+    """Rows from a cursor over :data:`_COLUMNS` (every tuple has exactly a CatalogRow's fields, in order)."""
     return list(map(_new_row, cursor))
 
 
-_TEXT_FIELDS = {"key", "id", "path", "format", "instruction", "task", "outcome_source", "error", "ref"}
+_TEXT_FIELDS = {"key", "id", "path", "format", "instruction", "task", "outcome_source", "error", "ref", "run_folder",
+                "domain", "agent"}
 # Sortable column -> its index in CatalogRow.
 _SORT_KEYS: dict[str, int] = {name: i for i, name in enumerate(CatalogRow._fields)}
 

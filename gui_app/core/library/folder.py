@@ -149,6 +149,31 @@ def readable_file(path: Path) -> bool:
         return False
 
 
+def score_log_folder(catalog_path: str | Path | None) -> Path:
+    """Where the log of a scoring batch is written: ``logs/`` in the library's ``.rollscope`` folder (beside its
+    catalog), else ``logs/`` beside the settings (a catalog kept there, another file, or none)."""
+    if catalog_path is not None and Path(catalog_path).parent.name == CATALOG_DIR:
+        return Path(catalog_path).parent / "logs"
+    return config_dir() / "logs"
+
+
+def find_library_catalog(path: str | Path) -> Path | None:
+    """The catalog of the library ``path`` lies in, when one was made: the nearest ``.rollscope/catalog.sqlite`` in
+    ``path`` or a folder above it, else the one the app keeps beside the settings for that folder. None when there
+    is none (nothing is created)."""
+    from gui_app.core.trajectory.formats import split_selector
+
+    base = Path(os.path.abspath(split_selector(str(path))[0]))
+    for folder in [base, *base.parents]:
+        candidate = folder / CATALOG_DIR / CATALOG_NAME
+        if readable_file(candidate):
+            return candidate
+        beside = settings_catalog_path(folder.resolve())
+        if readable_file(beside):
+            return beside
+    return None
+
+
 def open_library_catalog(root: str | Path, write: bool = False) -> Catalog:
     """The catalog at :func:`library_catalog_path`, its library keys relative to ``root``.
 

@@ -4,16 +4,26 @@ The core knows no model: it asks for a :class:`Scorer`, which :class:`models.run
 function, :func:`score_many`, serves both the app (Ctrl+R on the open trajectory, Ctrl+Shift+R on the library, from
 a worker with a progress callback and a cancel flag) and ``rollscope score``, so both read, batch, record and report
 a score the same way.
+
+A run without an instruction is judged against the one a user gave its task (:mod:`gui_app.core.scoring.instructions`,
+stored in the catalog) when there is one, and is not scored otherwise. Nothing is dropped unsaid: every input gets an
+outcome, a run not scored says why (:attr:`ScoreOutcome.reason`), and :func:`write_log` writes those of a batch to a
+file that names each one, for the user to open.
 """
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from gui_app.core.atomic import publish_file
 from gui_app.core.errors import RollscopeError
+from gui_app.core.safety import printable
+from gui_app.core.scoring.instructions import Instructions, judged
 from gui_app.core.scoring.score import Score
 from gui_app.core.trajectory.model import Trajectory
 
@@ -60,12 +70,15 @@ class ScoreOutcome:
         id: the trajectory id ('' when it did not load).
         result: the score, or None on error.
         error: the error message, or None.
+        reason: why it was not scored, in a few words (:data:`NO_INSTRUCTION`, :data:`NOT_LOADED`,
+            :data:`FAILED`), for the summary of a batch; None when scored.
     """
 
     key: str
     id: str
     result: Score | None = None
     error: str | None = None
+    reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         if self.result is None:
@@ -89,23 +102,38 @@ def _load(item: ScoreInput, library_root: str | Path | None, tasks_roots: Sequen
     return formats.load(str(item), library_root=library_root, tasks_roots=tasks_roots)
 
 
+# Why a run was not scored (ScoreOutcome.reason).
+NO_INSTRUCTION = "no instruction"
+NOT_LOADED = "does not load"
+FAILED = "could not be scored"
+
+
 class NotScorableError(RollscopeError):
     """A trajectory that loads but cannot be judged (no instruction to judge it against)."""
 
 
-def check_scorable(key: str, traj: Trajectory) -> None:
+def check_scorable(key: str, traj: Trajectory, hint: str | None = None) -> None:
     """Refuse a run without an instruction: the reward model judges whether a run did its task, and with no task
     every verdict would be noise presented as a score.
 
+    Args:
+        key: the name the message gives the run.
+        traj: the run (as judged: with the instruction given to its task, if any; see
+            :func:`gui_app.core.scoring.instructions.judged`).
+        hint: how to give it one, as the caller's user does it (the app's button); None: the command line's
+            options.
+
     Raises:
-        NotScorableError: naming the trajectory and, for OSWorld runs, where their instruction lives.
+        NotScorableError: naming the trajectory and how to give it an instruction.
     """
     if traj.instruction.strip():
         return
-    hint = ""
-    if traj.source_format == "osworld":
-        hint = (" OSWorld keeps it in evaluation_examples/examples/<domain>/<example_id>.json: run from a checkout "
-                "that has it above the results, or pass --tasks-root (or set ROLLSCOPE_OSWORLD_TASKS_ROOT)")
+    if hint is None:
+        hint = " Give it one with --instruction TEXT, or in the app (Set instruction… over the video)."
+        if traj.source_format == "osworld":
+            hint = (" OSWorld keeps it in evaluation_examples/examples/<domain>/<example_id>.json: run from a "
+                    "checkout that has it above the results, pass --instruction TEXT, or pass --tasks-root (or set "
+                    "ROLLSCOPE_OSWORLD_TASKS_ROOT)")
     raise NotScorableError(f"{key}: no instruction, so it cannot be judged; not scored.{hint}")
 
 
@@ -113,7 +141,8 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
                progress: ProgressFn | None = None, cancel: CancelFn | None = None, prune: bool = True,
                batch_size: int = 8, on_outcome: Callable[[ScoreOutcome], None] | None = None,
                library_root: str | Path | None = None,
-               tasks_roots: Sequence[str | Path] | None = None) -> list[ScoreOutcome]:
+               tasks_roots: Sequence[str | Path] | None = None, instructions: Instructions | None = None,
+               no_instruction_hint: str | None = None) -> list[ScoreOutcome]:
     """Score trajectories in batches; one that cannot be read becomes an error outcome and the rest go on.
 
     Args:
@@ -131,6 +160,10 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
         library_root: the library the paths belong to: media may be read anywhere under it (see
             :func:`gui_app.core.trajectory.formats.load_unit`).
         tasks_roots: where OSWorld task configs are looked for (``--tasks-root``); None: the user's default.
+        instructions: what a run without an instruction is judged against (the ones users gave tasks, from the
+            catalog, and ``--instruction``); a run none applies to is not scored.
+        no_instruction_hint: how the caller's user gives a run an instruction, said to them when one has none
+            (see :func:`check_scorable`).
 
     Returns:
         One :class:`ScoreOutcome` per input handled, in input order.
@@ -169,11 +202,18 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
         out.append(oc)
         try:
             traj = _load(item, library_root, tasks_roots)
-            oc.id = traj.id
-            check_scorable(oc.key, traj)
-            pending.append((oc, model.prepare(traj, prune=prune)))
         except (RollscopeError, OSError, ValueError) as exc:
-            oc.error = str(exc)
+            oc.error, oc.reason = str(exc), NOT_LOADED
+        else:
+            oc.id = traj.id
+            try:
+                traj = judged(traj, instructions)
+                check_scorable(oc.key, traj, no_instruction_hint)
+                pending.append((oc, model.prepare(traj, prune=prune)))
+            except NotScorableError as exc:
+                oc.error, oc.reason = str(exc), NO_INSTRUCTION
+            except (RollscopeError, OSError, ValueError) as exc:
+                oc.error, oc.reason = str(exc), FAILED
         if len(pending) >= batch_size:
             flush()
         handed = hand_on(handed)
@@ -182,3 +222,52 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
     flush()
     hand_on(handed)
     return out
+
+
+def not_scored(outcomes: Iterable[ScoreOutcome]) -> list[ScoreOutcome]:
+    """The outcomes of runs that were not scored, in order."""
+    return [o for o in outcomes if o.result is None]
+
+
+def summary(outcomes: Iterable[ScoreOutcome]) -> str:
+    """Why the runs not scored were not, counted: ``45 with no instruction, 2 that do not load`` ('' when every
+    run was scored)."""
+    counts = Counter(o.reason or FAILED for o in not_scored(outcomes))
+    words = {NO_INSTRUCTION: "with no instruction", NOT_LOADED: "that do not load", FAILED: "that failed"}
+    return ", ".join(f"{n:,} {words.get(reason, reason)}" for reason, n in counts.most_common())
+
+
+def log_lines(outcomes: Iterable[ScoreOutcome]) -> list[str]:
+    """One line per run not scored: its key, why in a few words, and the error in full (on one line)."""
+    return ["\t".join(printable(" ".join(part.split())) for part in (o.key, o.reason or FAILED, o.error or ""))
+            for o in not_scored(outcomes)]
+
+
+def write_log(outcomes: Sequence[ScoreOutcome], folder: str | Path, what: str = "scoring") -> Path | None:
+    """Write the runs of a batch that were not scored to ``folder/score-<time>.log`` (tab-separated: key, reason,
+    error; after a header that counts them), whole or not at all; returns the file, or None when every run was
+    scored.
+
+    Raises:
+        OSError: the folder cannot be created or the file written.
+    """
+    lines = log_lines(outcomes)
+    if not lines:
+        return None
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = folder / f"score-{stamp}.log"
+    n = 1
+    while target.exists():
+        n += 1
+        target = folder / f"score-{stamp}-{n}.log"
+    scored = sum(o.result is not None for o in outcomes)
+    head = [f"# Rollscope {what}, {time.strftime('%Y-%m-%d %H:%M:%S')}: {scored:,} of {len(outcomes):,} scored; "
+            f"not scored: {summary(outcomes)}", "# key\treason\terror"]
+
+    def write(tmp: Path) -> None:
+        tmp.write_text("\n".join([*head, *lines]) + "\n", encoding="utf-8")
+
+    publish_file(target, write)
+    return target

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from gui_app.core.errors import RollscopeError
 from gui_app.core.trajectory.formats.osworld import default_tasks_roots
 from gui_app.core.scoring.batch import CancelFn, ProgressFn, Scorer, ScoreOutcome, score_many
+from gui_app.core.scoring.instructions import Instructions
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -58,18 +59,18 @@ class _Worker:
         return os.getpid(), self.error
 
     def score(self, items: list[str], prune: bool, batch_size: int, library_root: str | None = None,
-              tasks_roots: list[str] | None = None) -> list[ScoreOutcome]:
+              tasks_roots: list[str] | None = None, instructions: Instructions | None = None) -> list[ScoreOutcome]:
         assert self.model is not None  # the driver sends no work to a worker that is not ready
         try:
             return score_many(items, self.model, prune=prune, batch_size=batch_size, library_root=library_root,
-                              tasks_roots=tasks_roots)
+                              tasks_roots=tasks_roots, instructions=instructions)
         except Exception:  # noqa: BLE001 -- a batch that failed as a whole: each alone, so one bad trajectory is
             # one error line, as in local scoring (score_many already isolates load and prepare errors)
             out: list[ScoreOutcome] = []
             for item in items:
                 try:
                     out += score_many([item], self.model, prune=prune, batch_size=1, library_root=library_root,
-                                      tasks_roots=tasks_roots)
+                                      tasks_roots=tasks_roots, instructions=instructions)
                 except Exception as exc:  # noqa: BLE001 -- the error line names it
                     out.append(ScoreOutcome(key=item, id="", error=f"{type(exc).__name__}: {exc}"))
             return out
@@ -177,14 +178,16 @@ class RayScoring:
     # --- scoring ---------------------------------------------------------------------------------------------
     def run(self, items: Iterable[str], catalog: Catalog | None = None, progress: ProgressFn | None = None,
             cancel: CancelFn | None = None, prune: bool = True, library_root: str | None = None,
-            tasks_roots: Sequence[str | Path] | None = None) -> Iterator[ScoreOutcome]:
+            tasks_roots: Sequence[str | Path] | None = None,
+            instructions: Instructions | None = None) -> Iterator[ScoreOutcome]:
         """Score ``items`` (paths or catalog keys every worker can read) on the workers; yields each outcome as it
         arrives (completion order), after writing its score to ``catalog`` when given. ``library_root``: where
         media may be read besides each trajectory's folder, as in local scoring (an absolute path: a worker's working
         folder is not the driver's). ``tasks_roots``: where OSWorld task configs are looked for (``--tasks-root``);
         None: the driver's default (``$ROLLSCOPE_OSWORLD_TASKS_ROOT`` here). Each worker is sent the driver's roots
         as an argument and reads exactly those, whatever its node's environment, so it places OSWorld instructions
-        as local scoring does.
+        as local scoring does. ``instructions``: what runs without one are judged against, sent to every worker
+        (plain data), as in local scoring.
 
         Raises:
             CatalogError: a score could not be written to ``catalog``.
@@ -208,7 +211,7 @@ class RayScoring:
                 slot = min(range(len(self._actors)), key=lambda s: load[s])
                 chunk, attempts = waiting.popleft()
                 actor = self._actors[slot]
-                task = actor.score.remote(chunk, prune, self.chunk, library_root, roots)
+                task = actor.score.remote(chunk, prune, self.chunk, library_root, roots, instructions)
                 out_at[task] = (slot, actor, chunk, attempts)
                 load[slot] += 1
                 self.stats.tasks += 1
@@ -254,9 +257,11 @@ def score_on_ray(items: Iterable[str], factory: ScorerFactory, address: str | No
                  cancel: CancelFn | None = None, prune: bool = True, chunk: int = 4,
                  on_outcome: Callable[[ScoreOutcome], None] | None = None,
                  library_root: str | Path | None = None,
-                 tasks_roots: Sequence[str | Path] | None = None) -> ClusterStats:
+                 tasks_roots: Sequence[str | Path] | None = None,
+                 instructions: Instructions | None = None) -> ClusterStats:
     """Score ``items`` on a Ray pool started for the call (see :class:`RayScoring`), handing each outcome to
-    ``on_outcome`` as it arrives; returns what the run took. ``library_root`` and ``tasks_roots`` as in
+    ``on_outcome`` as it arrives; returns what the run took. ``library_root``, ``tasks_roots`` and ``instructions`` as
+    in
     :func:`~gui_app.core.scoring.batch.score_many`.
 
     Raises:
@@ -266,7 +271,7 @@ def score_on_ray(items: Iterable[str], factory: ScorerFactory, address: str | No
     with RayScoring(factory, address, workers, chunk=chunk) as pool:
         root = None if library_root is None else os.path.abspath(library_root)
         for oc in pool.run(items, catalog=catalog, progress=progress, cancel=cancel, prune=prune, library_root=root,
-                           tasks_roots=tasks_roots):
+                           tasks_roots=tasks_roots, instructions=instructions):
             if on_outcome is not None:
                 on_outcome(oc)
         return pool.stats

@@ -50,6 +50,9 @@ class Score:
         seconds: end-to-end time (decode + prune + forward), when measured.
         timings: seconds per stage (``decode``, ``prune``, ``forward``, ...).
         scored_at: when the catalog recorded it (Unix time); None for a score not read from a catalog.
+        evidence: what the verdict used: ``video`` always, and ``actions``, ``coordinates``, ``typed_text``,
+            ``claims``, ``answer`` where the run's log had them (empty: not recorded, e.g. a score from before).
+        text_reads: text crops the model recognised for this verdict (None: not measured).
     """
 
     p_success: float | None
@@ -68,6 +71,8 @@ class Score:
     seconds: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
     scored_at: float | None = None
+    evidence: list[str] = field(default_factory=list)
+    text_reads: int | None = None
 
     @property
     def verdict_text(self) -> str:
@@ -95,4 +100,4 @@ class Score:
         return {"p_success": self.p_success, "success": self.success, "first_error_step": self.first_error_step,
                 "step_scores": self.step_scores, "tokens_total": self.tokens_total, "tokens_kept": self.tokens_kept,
                 "seconds": self.seconds, "warnings": self.warnings, "ood": self.ood, "unknown": self.unknown,
-                "threshold": self.threshold}
+                "threshold": self.threshold, "evidence": self.evidence, "text_reads": self.text_reads}
