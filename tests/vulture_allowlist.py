@@ -39,10 +39,13 @@ _.has_pointer
 # Part of the lru_cache key of an image header: a file changed in place reads again.
 _.mtime_ns
 _.ino
-# gui_app/qt/main_window.py: handlers the declarative action table (gui_app/qt/action_table.py) names as strings.
+# gui_app/qt/main_window.py: handlers the declarative action table (gui_app/qt/action_table.py) names as strings,
+# some as a part's method (``scorer.score_current``).
+_.score_current
+_.rescore
+_.present
 _.ask_annotator
 _.ask_label_store
-_.cancel_work
 _.dragEnterEvent
 _.export_dialog
 _.first_step
@@ -51,7 +54,6 @@ _.frame_prev
 _.last_step
 _.open_folder_dialog
 _.open_trajectory_dialog
-_.play_pause
 _.prev_trajectory
 _.queue_disagreement
 _.queue_models
@@ -60,7 +62,6 @@ _.queue_off
 _.queue_prev
 _.queue_teach
 _.queue_uncertain
-_.rescore_library
 _.score_shown
 _.set_compare
 _.set_focus_layout
@@ -75,4 +76,3 @@ _.step_next
 _.step_prev
 _.use_model_dialog
 _.use_shipped_model
-_.zoom_fit

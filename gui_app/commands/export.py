@@ -15,6 +15,8 @@ FORMATS = ("parquet", "jsonl", "csv", "hf", "sft", "whowhen")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from gui_app.core.store.record import HARM_VERDICTS  # plain Python: building the parser stays light
+
     p.add_argument("--format", dest="fmt", choices=FORMATS, default="parquet", help="output format (default parquet)")
     p.add_argument("--out", required=True,
                    help="output file (/dev/stdout prints it), or folder for hf / --split-by-task")
@@ -29,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--adjudicated-only", action="store_true", help="only adjudicated (final) records")
     p.add_argument("--taxonomy-label", default=None, help="only records with this label (tax:code, code or group)")
     p.add_argument("--outcome", choices=("success", "failure"), default=None, help="only this human verdict")
+    p.add_argument("--harm", choices=HARM_VERDICTS, default=None,
+                   help="only this harm verdict (the safety verdict)")
     p.add_argument("--split-by-task", action="store_true", help="train/test split with whole tasks on one side")
     p.add_argument("--test-fraction", type=float, default=0.2, help="share of tasks in the test split")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -49,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     store = open_store_from(args, must_exist=True, read_only=True)
     try:
         flt = ExportFilter(annotator=args.annotator, adjudicated_only=args.adjudicated_only,
-                           taxonomy_label=args.taxonomy_label, outcome=args.outcome)
+                           taxonomy_label=args.taxonomy_label, outcome=args.outcome, harm=args.harm)
         with bar(None, f"exporting {args.fmt}", args.json) as b:
             res = export(store, args.out, args.fmt, catalog=catalog, filters=flt, split_by_task=args.split_by_task,
                          test_fraction=args.test_fraction, progress=b.update, force=args.force)

@@ -167,6 +167,14 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _harm_text(a: Any) -> str:
+    """The safety verdict of record ``a`` for ``labels show``, or '' when it has none."""
+    if a.harm_verdict is None and a.first_harmful_step is None and not a.harm_types and a.harm_category is None:
+        return ""
+    return (f" harm={a.harm_verdict} harm_step={a.first_harmful_step} harm_category={a.harm_category} "
+            f"harm_types={','.join(a.harm_types)}")
+
+
 def printable_fields(*fields: Any) -> str:
     """One tab-separated line of fields, each escaped (:func:`gui_app.core.safety.printable`): a field holding a tab,
     a newline or an escape sequence cannot add a column or a line, or drive the terminal."""
@@ -239,10 +247,11 @@ def run(args: argparse.Namespace) -> int:
             lines = [f"{rv.trajectory_id}: {len(rv.annotations)} annotators; differ on: "
                      f"{', '.join(rv.differing) or 'nothing'}"]
             for who, a in rv.annotations.items():
-                lines.append(f"  {who}: {a.verdict} step={a.root_cause_step} labels={','.join(a.labels)}")
+                lines.append(f"  {who}: {a.verdict} step={a.root_cause_step} labels={','.join(a.labels)}"
+                             + _harm_text(a))
             if rv.final:
                 lines.append(f"  final ({rv.final.annotator}): {rv.final.verdict} step={rv.final.root_cause_step} "
-                             f"labels={','.join(rv.final.labels)}")
+                             f"labels={','.join(rv.final.labels)}" + _harm_text(rv.final))
             for o in rv.overrides:
                 lines.append(f"  override by {o.actor}: success={o.success} ({o.reason})")
             # each line escaped whole: ids, names, labels and reasons come from files and other people

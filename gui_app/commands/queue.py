@@ -11,6 +11,10 @@ first: ``rollscope score DIR --catalog ...``; unscored runs come last).
 ``rollscope queue build NAME --order models [--models A,B]`` builds the "models disagree" queue: only the runs whose
 latest verdicts by models A and B differ (default: the two models that scored the library most recently), the
 widest gap between their probabilities first.
+
+``rollscope queue build NAME --order harm`` builds the "possible harm" queue: only the runs someone labelled harmful or
+unsure on the safety verdict (the adjudicated harm verdict when there is one), harmful first; an item is done once its
+annotator gives a harm verdict.
 """
 
 from __future__ import annotations

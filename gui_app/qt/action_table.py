@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
@@ -30,7 +31,9 @@ class ActionSpec:
         name: identifier (``MainWindow.actions[name]``).
         text: menu text.
         shortcuts: key sequences in Qt's portable text form; the first is the one shown in menus.
-        handler: name of the main-window method called (with no argument; with the checked state when checkable).
+        handler: name of the main-window method called (with no argument; with the checked state when checkable);
+            a dotted name calls a method of one of its parts (``run_header.ask``), so a panel's own actions need no
+            main-window method.
         description: what it does, for the "?" dialog and tooltips.
         menu: the menu it sits in.
         checkable: a toggle (its state mirrors a setting or a dock).
@@ -65,11 +68,12 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("label_store", "Label &store…", ("Ctrl+Alt+S",), "ask_label_store",
                "Label into a team's PostgreSQL server (postgresql://USER@HOST:PORT/DB) or each library's own file",
                "File"),
-    ActionSpec("cancel", "&Cancel background work", ("Esc",), "cancel_work",
+    ActionSpec("cancel", "&Cancel background work", ("Esc",), "runner.cancel_all",
                "Stop the running scan, load, scoring or export", "File"),
     ActionSpec("quit", "&Quit", ("Ctrl+Q",), "close", "Quit Rollscope", "File"),
     # Playback
-    ActionSpec("play_pause", "&Play / pause", ("Space",), "play_pause", "Start or stop playback", "Playback"),
+    ActionSpec("play_pause", "&Play / pause", ("Space",), "session.toggle_playing", "Start or stop playback",
+               "Playback"),
     ActionSpec("step_prev", "Previous &step", ("Left",), "step_prev", "Go to the previous step", "Playback"),
     ActionSpec("step_next", "&Next step", ("Right",), "step_next", "Go to the next step", "Playback"),
     ActionSpec("frame_prev", "Previous &frame", (",",), "frame_prev", "Go back one video frame", "Playback"),
@@ -88,8 +92,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "failures), and by what the labels say: verdict, labels, notes", "Library"),
     # Labels. Ctrl+digit and [ ]: plain digits and letters are the label panel's keys.
     ActionSpec("toggle_labelling", "&Labelling mode", ("L",), "set_labelling",
-               "Start labelling: the label keys (s f u, digits, r, c, Enter) write labels. Again: back to browsing, "
-               "where they write nothing. A queue, or clicking the label panel, starts labelling too", "Labels",
+               "Start labelling: the label keys (s f u, digits, r, c, h n m, d, Enter) write labels. Again: back to "
+               "browsing, where they write nothing. A queue, or clicking the label panel, starts labelling too",
+               "Labels",
                checkable=True),
     ActionSpec("queue_failures", "Queue: &failures first", ("Ctrl+1",), "queue_failures",
                "Label what the library shows as a queue, environment failures first; opens its first unlabelled item",
@@ -104,6 +109,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("queue_models", "Queue: &models disagree", ("Ctrl+5",), "queue_models",
                "Label the runs where the two models that scored the library last give different verdicts, widest gap "
                "between their p(success) first (rescore with a second model first: Model menu)", "Labels"),
+    ActionSpec("queue_harm", "Queue: possible &harm", ("Ctrl+6",), "queue_harm",
+               "Label the runs someone labelled harmful or unsure on the safety verdict, harmful first (done once given "
+               "a harm verdict)", "Labels"),
     ActionSpec("queue_off", "&Leave the queue", ("Ctrl+0",), "queue_off",
                "Stop working through the queue: Enter (save & next) follows the library order again", "Labels"),
     ActionSpec("queue_next", "&Next queue item", ("]",), "queue_next",
@@ -118,13 +126,17 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Every annotator's labels of the open trajectory side by side; adopt a final label, override the "
                "outcome, agreement", "Labels", checkable=True, also_in=("View",)),
     # Score
-    ActionSpec("score_current", "Score &current trajectory", ("Ctrl+R",), "score_current",
+    ActionSpec("score_current", "Score &current trajectory", ("Ctrl+R",), "scorer.score_current",
                "Run the reward model on the open trajectory", "Score"),
-    ActionSpec("score_library", "Score the whole &library", ("Ctrl+Shift+R",), "score_library",
+    ActionSpec("score_library", "Score the whole &library", ("Ctrl+Shift+R",), "scorer.score_library",
                "Run the reward model on every trajectory of the library, whatever the search and filters show",
                "Score"),
     ActionSpec("score_shown", "Score the rows &shown", ("Ctrl+Alt+R",), "score_shown",
                "Run the reward model on the trajectories the library shows now (its search and filters)", "Score"),
+    ActionSpec("set_instruction", "Set &instruction…", ("Ctrl+I",), "run_header.ask",
+               "Give the open run, and every run of its task, the instruction it lacks: type or paste it, or point "
+               "at a folder of task configs (kept in the library's catalog; scoring judges them against it)",
+               "Score"),
     # Model
     ActionSpec("use_model", "&Use model…", ("Ctrl+Alt+M",), "use_model_dialog",
                "Make a weights folder (a fine-tuned run) the active reward model, as `rollscope model use` does; the "
@@ -132,7 +144,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("use_shipped_model", "Use the &shipped model", ("Ctrl+Alt+Shift+M",), "use_shipped_model",
                "Go back to the shipped reward model, as `rollscope model reset` does", "Model"),
     ActionSpec("rescore_library", "&Rescore the library with the active model", ("Ctrl+Alt+Shift+R",),
-               "rescore_library",
+               "models.rescore",
                "Score every trajectory of the library again with the active model, in the background (Esc cancels); "
                "the earlier model's scores are kept for the \"models disagree\" queue", "Model"),
     # View
@@ -154,8 +166,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
                checkable=True),
     ActionSpec("reset_layout", "&Reset layout", ("Ctrl+Alt+L",), "reset_layout",
                "Put every panel back in its default place and size, inside the screen", "View"),
+    ActionSpec("show_log", "Lo&g…", ("Ctrl+Shift+L",), "log_dialog.present",
+               "Every warning and error of this session, with the runs a scoring batch did not score and why",
+               "View"),
     # Z, not F: f/s/u are the label panel's verdict keys, which must work whatever has focus.
-    ActionSpec("zoom_fit", "Zoom to &fit", ("Z",), "zoom_fit", "Fit the video to the view", "View"),
+    ActionSpec("zoom_fit", "Zoom to &fit", ("Z",), "video.fit", "Fit the video to the view", "View"),
     # Help
     # "?" is Shift+/ on most layouts; some platforms report it with the Shift modifier, so both are bound.
     ActionSpec("shortcuts", "&Keyboard shortcuts", ("?", "Shift+?"), "show_shortcuts", "List every keyboard shortcut",
@@ -196,7 +211,9 @@ def build_actions(target: QObject, parent: QWidget) -> dict[str, QAction]:
         act.setToolTip(f"{a.description} ({a.shortcuts[0]})" if a.shortcuts else a.description)
         act.setStatusTip(a.description)
         act.setCheckable(a.checkable)
-        handler = getattr(target, a.handler)
+        handler: Any = target
+        for part in a.handler.split("."):
+            handler = getattr(handler, part)
         if a.checkable:
             act.toggled.connect(handler)
         else:

@@ -1,12 +1,11 @@
 """File → Export…: the formats and filters of ``rollscope export``, run in a worker with progress and cancel.
 
 :class:`ExportDialog` asks for an :class:`ExportRequest` (format, output path, the same filters as the command line:
-annotator, adjudicated only, taxonomy label, human verdict, split by task). :func:`export_task` is what the worker
-runs: the core's :func:`gui_app.core.annotation.export.export` over the open library's store, joined with its catalog,
-with
-the store's record count as the progress total. :class:`ExportController` submits it through the runner and reports
-what was written, or why nothing was (an output path that is the label store, a device or a file that is not an
-export is refused by the core, and the refusal is shown like any other error).
+annotator, adjudicated only, taxonomy label, human verdict, harm verdict, split by task). :func:`export_task` is what
+the worker runs: the core's :func:`gui_app.core.annotation.export.export` over the open library's store, joined with its
+catalog, with the store's record count as the progress total. :class:`ExportController` submits it through the runner
+and reports what was written, or why nothing was (an output path that is the label store, a device or a file that is not
+an export is refused by the core, and the refusal is shown like any other error).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 from gui_app.core.library.catalog import Catalog
 from gui_app.core.errors import RollscopeError
 from gui_app.core.annotation.export import FORMATS, ExportFilter, ExportResult, export
+from gui_app.core.store.record import HARM_VERDICTS
 from gui_app.core.store.interface import AnnotationStore
 from gui_app.qt.notify import Notifier
 from gui_app.qt.session import Session
@@ -102,6 +102,10 @@ class ExportDialog(QDialog):
         self.outcome = QComboBox(self)
         for text, value in (("any verdict", None), ("success", "success"), ("failure", "failure")):
             self.outcome.addItem(text, value)
+        self.harm = QComboBox(self)
+        self.harm.addItem("any harm verdict", None)
+        for value in HARM_VERDICTS:
+            self.harm.addItem(value, value)
         self.split = QCheckBox("train/test split with whole tasks on one side", self)
         self.fraction = QDoubleSpinBox(self)
         self.fraction.setRange(0.05, 0.95)
@@ -119,6 +123,7 @@ class ExportDialog(QDialog):
         form.addRow("", self.adjudicated)
         form.addRow("Taxonomy label", self.label)
         form.addRow("Human verdict", self.outcome)
+        form.addRow("Harm verdict", self.harm)
         form.addRow("Split", self.split)
         form.addRow("Test fraction", self.fraction)
         form.addRow("", self.join)
@@ -143,7 +148,8 @@ class ExportDialog(QDialog):
         return ExportRequest(
             fmt=str(self.format.currentData()), out=Path(self.out.text().strip()).expanduser(),
             filters=ExportFilter(annotator=self.annotator.currentData(), adjudicated_only=self.adjudicated.isChecked(),
-                                 taxonomy_label=label, outcome=self.outcome.currentData()),
+                                 taxonomy_label=label, outcome=self.outcome.currentData(),
+                                 harm=self.harm.currentData()),
             split_by_task=self.split.isChecked(), test_fraction=float(self.fraction.value()),
             join_catalog=self.join.isChecked())
 

@@ -4,12 +4,12 @@ The keys act on the labelling model (:class:`gui_app.qt.labelling.Labelling`): :
 into one of its key names and :meth:`Labelling.press` does what that key does, wherever the event came from (the
 window-wide router below, or the label panel while it has focus).
 
-Qt gives a key press to the focused widget first: with the library table focused, ``f`` started a keyboard search,
-with the outcome filter focused it changed the filter, and in a text field Enter inserted a newline. So the label
-keys (``s f u v r c``, digits, Enter) are taken by one application event filter, :class:`LabelKeys`, before any
-widget of the main window sees them, whenever labelling is live (the label panel, or the focus layout's label bar, is
-shown on an open trajectory, or the model is holding keys for the item that is opening) and focus is not in a text
-field. Inside a text field the field keeps its typing, Esc leaves it and Ctrl+Enter saves and opens the next item.
+Qt gives a key press to the focused widget first: with the library table focused, ``f`` started a keyboard search, with
+the outcome filter focused it changed the filter, and in a text field Enter inserted a newline. So the label keys (``s f
+u v r c``, ``h n m d``, digits, Enter) are taken by one application event filter, :class:`LabelKeys`, before any widget
+of the main window sees them, whenever labelling is live (the label panel, or the focus layout's label bar, is shown on
+an open trajectory, or the model is holding keys for the item that is opening) and focus is not in a text field. Inside
+a text field the field keeps its typing, Esc leaves it and Ctrl+Enter saves and opens the next item.
 
 Browsing is not labelling: until labelling starts (:meth:`Labelling.start`: a queue, the label panel's focus, the key
 ``L``), the label keys write nothing; they are still taken (``f`` does not start a search in the library table) and
@@ -35,6 +35,9 @@ LABEL_KEYS: tuple[tuple[str, str, str], ...] = (
     ("S, F, U", "Verdict", ("Set the verdict: success, failure, unsure (works wherever focus is, except in a text "
                             "field)")),
     ("V", "Cycle the verdict", "Success → failure → unsure"),
+    ("H, N, M", "Harm verdict", ("Set the safety verdict: harmful, no harm (safe), maybe (unsure); the harm category "
+                                 "and types are picked in the label panel")),
+    ("D", "First harmful step", "Mark the current step as the first harmful step (again: clear it)"),
     ("0-9", "Taxonomy label", "Toggle the label with that key hint (two digits: group, then label)"),
     ("R", "Root cause", "Mark the current step as the root cause (again: clear it)"),
     ("C", "Cascading step", "Mark the current step as affected by the root cause (again: clear it)"),
@@ -49,7 +52,8 @@ LABEL_KEYS: tuple[tuple[str, str, str], ...] = (
 # mode -> (indicator text, tooltip, style)
 MODES: dict[str, tuple[str, str, str]] = {
     "labelling": ("⌨ LABELLING", "Label keys are live wherever focus is: s/f/u verdict, digits labels, r root cause, "
-                                 "c cascading, Enter save & next, Ctrl+Z undo",
+                                 "c cascading, h/n/m harm verdict, d first harmful step, Enter save & next, "
+                                 "Ctrl+Z undo",
                   "background: #2e7d32; color: white; font-weight: bold; border-radius: 3px; padding: 1px 6px"),
     "typing": ("✎ TYPING", "Focus is in a text field: keys type. Esc leaves the field, Ctrl+Enter saves and opens "
                           "the next item",
@@ -66,13 +70,15 @@ MODES: dict[str, tuple[str, str, str]] = {
 START_HINT = "Browsing: label keys write nothing. Press L to start labelling (or start a queue: Ctrl+1…5)"
 _ENTER = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
 _NAMES = {Qt.Key.Key_S: "s", Qt.Key.Key_F: "f", Qt.Key.Key_U: "u", Qt.Key.Key_V: "v", Qt.Key.Key_R: "r",
-          Qt.Key.Key_C: "c", Qt.Key.Key_Return: "enter", Qt.Key.Key_Enter: "enter", Qt.Key.Key_Escape: "escape"}
+          Qt.Key.Key_C: "c", Qt.Key.Key_H: "h", Qt.Key.Key_N: "n", Qt.Key.Key_M: "m", Qt.Key.Key_D: "d",
+          Qt.Key.Key_Return: "enter", Qt.Key.Key_Enter: "enter", Qt.Key.Key_Escape: "escape"}
 _CHORD = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.MetaModifier
 
 
 def key_name(event: QKeyEvent) -> str | None:
-    """The labelling key ``event`` is (a name :meth:`Labelling.press` takes: a digit, ``s f u v r c``, ``enter``,
-    ``escape``, ``undo``, ``redo``), or None. A chord with Ctrl, Alt or Meta is the window's, except undo/redo."""
+    """The labelling key ``event`` is (a name :meth:`Labelling.press` takes: a digit, ``s f u v r c``, ``h n m d``,
+    ``enter``, ``escape``, ``undo``, ``redo``), or None. A chord with Ctrl, Alt or Meta is the window's, except
+    undo/redo."""
     if event.matches(QKeySequence.StandardKey.Undo):
         return "undo"
     if event.matches(QKeySequence.StandardKey.Redo):

@@ -10,6 +10,10 @@ moving to another trajectory).
 Browsing writes nothing: clicking in the panel or moving focus into it is the explicit act that starts labelling
 (:meth:`Labelling.start`). :class:`LabelBar` is the one-line view the focus layout shows instead of the panel.
 
+The safety verdict sits beside the success verdict: harm verdict buttons under the verdict's, and a "Safety" group
+with the harm category, the harm types (the bundled ``harm`` taxonomy, ticked by clicking: the digits are the failure
+taxonomy's) and the first harmful step.
+
 Keys (:data:`gui_app.qt.keyboard.LABEL_KEYS`): in the app they work wherever focus is, except inside a text field,
 through :class:`gui_app.qt.keyboard.LabelKeys`; the bare panel takes them while it has focus. Either way they act on
 the model (:meth:`Labelling.press`):
@@ -17,6 +21,8 @@ the model (:meth:`Labelling.press`):
     s f u    set the verdict to success / failure / unsure;  v cycles it
     r        mark the current step (``session.step``) as the root cause (again: clear it)
     c        mark the current step as affected by the root cause (cascading; again: clear it)
+    h n m    set the safety verdict to harmful / safe (no harm) / unsure (maybe)
+    d        mark the current step as the first harmful step (again: clear it)
     Enter    save (time spent) and ask for the next queue item (:attr:`Labelling.next_requested`)
     Ctrl+Z   undo (after Enter too: the item just left reopens);  Ctrl+Shift+Z / Ctrl+Y redo
     Esc      clears a half-typed key hint
@@ -39,10 +45,13 @@ from PySide6.QtWidgets import (
     QDialog,
     QDoubleSpinBox,
     QFormLayout,
+    QGroupBox,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
     QTreeWidget,
@@ -52,14 +61,15 @@ from PySide6.QtWidgets import (
 )
 
 from gui_app.core.annotation import taxonomy as taxonomy_mod
-from gui_app.core.store.record import VERDICTS, Annotation
+from gui_app.core.store.record import HARM_VERDICTS, VERDICTS, Annotation
 from gui_app.core.annotation.taxonomy import Taxonomy
 from gui_app.core.trajectory.model import Trajectory, step_text
 from gui_app.qt.keyboard import claims, key_name
-from gui_app.qt.labelling import Labelling
+from gui_app.qt.labelling import HARM_VERDICT_KEYS, Labelling
 
 TEXT_SAVE_MS = 600  # typing pause after which a text field is written
 _NO_ROOT_CAUSE = "none (press r)"  # short: the row stays whole in a narrow column
+_NO_FIRST_HARM = "none (press d)"
 
 # save state -> (text, style) of the state label; "{reason}" and "{time}" are filled in
 _STATE_TEXT: dict[str, tuple[str, str]] = {
@@ -125,6 +135,19 @@ class LabelPanel(QWidget):
             self.verdict_buttons[v] = b
             row.addWidget(b)
         lay.addLayout(row)
+        harm_row = QHBoxLayout()  # the safety verdict, beside success: its own keys
+        self.harm_buttons: dict[str, QPushButton] = {}
+        harm_key = {v: k for k, v in HARM_VERDICT_KEYS.items()}
+        for v in HARM_VERDICTS:
+            b = QPushButton(f"{v.capitalize()} ({harm_key[v]})")
+            b.setObjectName(f"harm_{v}")
+            b.setCheckable(True)
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            b.setToolTip(f"Safety verdict: {v} (key {harm_key[v]})")
+            b.clicked.connect(lambda _=False, v=v: model.set_harm_verdict(v))
+            self.harm_buttons[v] = b
+            harm_row.addWidget(b)
+        lay.addLayout(harm_row)
 
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Label", "Key"])
@@ -189,6 +212,7 @@ class LabelPanel(QWidget):
                                                                       self.agent_combo.currentText() or None))
         form.addRow("Mistake agent", self.agent_combo)
         lay.addLayout(form)
+        lay.addWidget(self._build_safety())
 
         btns = QHBoxLayout()
         self.undo_button = QPushButton("Undo")
@@ -213,6 +237,51 @@ class LabelPanel(QWidget):
         self._fill_modules(model.taxonomy)
         for child in self.findChildren(QWidget):
             child.installEventFilter(self)  # a click or focus anywhere in the panel starts labelling
+
+    def _build_safety(self) -> QGroupBox:
+        """The safety verdict's details: where the harm came from, what was done, and the first harmful step."""
+        model, harm = self.labelling, self.labelling.harm_taxonomy
+        box = QGroupBox("Safety")
+        box.setObjectName("safety")
+        form = QFormLayout(box)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        fh = QHBoxLayout()
+        self.first_harm_label = QLabel(_NO_FIRST_HARM)
+        self.first_harm_label.setToolTip("d marks the step on screen as the first harmful step (again: clears it)")
+        clear = QPushButton("Clear")
+        clear.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        clear.clicked.connect(lambda: model.set_first_harmful_step(None))
+        fh.addWidget(self.first_harm_label, 1)
+        fh.addWidget(clear)
+        form.addRow("First harmful step", fh)
+        self.harm_category_combo = QComboBox()
+        self.harm_category_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.harm_category_combo.setMinimumContentsLength(12)
+        self.harm_category_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.harm_category_combo.addItem("", None)
+        for lab in taxonomy_mod.harm_labels(harm, taxonomy_mod.HARM_CATEGORIES):
+            self.harm_category_combo.addItem(lab.name, lab.code)
+            self.harm_category_combo.setItemData(self.harm_category_combo.count() - 1, lab.description,
+                                                 Qt.ItemDataRole.ToolTipRole)
+        self.harm_category_combo.activated.connect(
+            lambda _i: model.set_field("harm_category", self.harm_category_combo.currentData()))
+        form.addRow("Category", self.harm_category_combo)
+        self.harm_types_list = QListWidget()
+        self.harm_types_list.setObjectName("harm_types")
+        self.harm_types_list.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # keys stay the panel's
+        self.harm_types_list.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.harm_types_list.setWordWrap(True)
+        self._harm_items: dict[str, QListWidgetItem] = {}
+        for lab in taxonomy_mod.harm_labels(harm, taxonomy_mod.HARM_TYPES):
+            item = QListWidgetItem(lab.name, self.harm_types_list)
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Unchecked)
+            item.setToolTip(lab.description)
+            item.setData(Qt.ItemDataRole.UserRole, harm.label_id(lab.code))
+            self._harm_items[harm.label_id(lab.code)] = item
+        self.harm_types_list.itemChanged.connect(self._on_harm_type_changed)
+        form.addRow("Harm types", self.harm_types_list)
+        return box
 
     def _fill_tree(self, taxonomy: Taxonomy) -> None:
         self._refreshing = True
@@ -304,6 +373,13 @@ class LabelPanel(QWidget):
         if label_id:
             self.labelling.toggle_label(label_id)
 
+    def _on_harm_type_changed(self, item: QListWidgetItem) -> None:
+        if self._refreshing:
+            return
+        harm_type = item.data(Qt.ItemDataRole.UserRole)
+        if harm_type:
+            self.labelling.toggle_harm_type(harm_type)
+
     def _confidence_changed(self, value: float) -> None:
         if self._refreshing:
             return
@@ -345,7 +421,8 @@ class LabelPanel(QWidget):
         model = self.labelling
         enabled = model.editable
         for w in (self.tree, self.module_combo, self.error_combo, self.comment_edit, self.confidence,
-                  self.agent_combo, *self.verdict_buttons.values(), *self.texts.values(), self.next_button):
+                  self.agent_combo, *self.verdict_buttons.values(), *self.texts.values(), self.next_button,
+                  *self.harm_buttons.values(), self.harm_category_combo, self.harm_types_list):
             w.setEnabled(enabled)
         self._refreshing = True
         traj = model.trajectory
@@ -372,6 +449,14 @@ class LabelPanel(QWidget):
                                    "none (c marks the current step)")
         self.confidence.setValue(-0.05 if rec is None or rec.confidence is None else rec.confidence)
         self.agent_combo.setCurrentText((rec.mistake_agent or "") if rec else "")
+        for v, b in self.harm_buttons.items():
+            b.setChecked(rec is not None and rec.harm_verdict == v)
+        self._select(self.harm_category_combo, rec.harm_category if rec else None)
+        harm_types = set(rec.harm_types) if rec else set()
+        for harm_type, harm_item in self._harm_items.items():
+            harm_item.setCheckState(Qt.CheckState.Checked if harm_type in harm_types else Qt.CheckState.Unchecked)
+        self.first_harm_label.setText(_NO_FIRST_HARM if rec is None or rec.first_harmful_step is None
+                                      else step_text(rec.first_harmful_step))
         self._refreshing = False
         self._show_comment(model.session.step if traj is not None else -1)
 
@@ -418,8 +503,8 @@ class LabelPanel(QWidget):
 
 class LabelBar(QWidget):
     """The labelling in one line, for the focus layout (the video, the timeline and this bar): the keyboard's mode,
-    the verdict, the labels, the root cause and whether it is saved. A view over the same model as the panel;
-    keys label as ever while it is shown."""
+    the verdict, the labels, the root cause, the harm verdict once given, and whether it is saved. A view over the
+    same model as the panel; keys label as ever while it is shown."""
 
     def __init__(self, labelling: Labelling, parent: QWidget | None = None):
         super().__init__(parent)
@@ -442,7 +527,7 @@ class LabelBar(QWidget):
         self._layout.insertWidget(0, widget)
 
     def text(self) -> str:
-        """The record in words: verdict, labels, root cause (and a half-typed key hint)."""
+        """The record in words: verdict, labels, root cause, harm verdict when given (and a half-typed key hint)."""
         model = self.labelling
         rec = model.record
         if model.trajectory is None:
@@ -455,6 +540,9 @@ class LabelBar(QWidget):
                  f"labels: {', '.join(names) if names else '–'}",
                  "root cause: " + (step_text(rec.root_cause_step) if rec is not None and
                                    rec.root_cause_step is not None else "–")]
+        if rec is not None and (rec.harm_verdict or rec.first_harmful_step is not None):  # the safety verdict
+            parts.append(f"harm: {rec.harm_verdict or '–'}" + (f" from {step_text(rec.first_harmful_step)}"
+                                                              if rec.first_harmful_step is not None else ""))
         if model.key_hint:
             parts.append(f"key {model.key_hint}…")
         return " · ".join(parts)

@@ -1,11 +1,11 @@
 """The evented labelling model: the one answer to "what is being labelled, and is it saved?".
 
 :class:`Labelling` holds the record of the trajectory the session has open (verdict, labels, root cause, cascading
-steps, step comments, texts...), whether its changes have reached the annotation store, the writes still on their
-way, the undo history, the keys held while the next item opens, and whether the store can be written at all. The
-label panel (:class:`gui_app.qt.label_panel.LabelPanel`) is a view over it, as napari's ``QtDims`` sits over
-``Dims``: it subscribes to the signals below and changes state only through the setters. The keyboard
-(:mod:`gui_app.qt.keyboard`) acts on it with :meth:`Labelling.press`.
+steps, step comments, texts, the safety verdict: harm verdict, category, types and first harmful step...), whether its
+changes have reached the annotation store, the writes still on their way, the undo history, the keys held while the next
+item opens, and whether the store can be written at all. The label panel (:class:`gui_app.qt.label_panel.LabelPanel`) is
+a view over it, as napari's ``QtDims`` sits over ``Dims``: it subscribes to the signals below and changes state only
+through the setters. The keyboard (:mod:`gui_app.qt.keyboard`) acts on it with :meth:`Labelling.press`.
 
 Every change goes to the annotation store through ONE path: the app's write queue (a
 :class:`~gui_app.qt.workers.JobQueue`), one transaction each, audited, in the order made, off the GUI thread. Another
@@ -68,19 +68,22 @@ class Mode(StrEnum):
 KEY_BUFFER_MS = 1500  # a half-typed two-digit key hint is forgotten after this
 TYPEAHEAD_MS = 10_000  # keys pressed after Enter wait this long for the next item, then are dropped (and said so)
 VERDICT_KEYS = {"s": "success", "f": "failure", "u": "unsure"}
+# The safety verdict's keys: h harmful, n no harm (safe), m maybe (unsure); d marks the first harmful step.
+HARM_VERDICT_KEYS = {"h": "harmful", "n": "safe", "m": "unsure"}
 # The keys :meth:`Labelling.press` takes (what :func:`gui_app.qt.keyboard.key_name` makes of a key event).
-KEYS = frozenset({*"0123456789", *VERDICT_KEYS, "v", "r", "c", "enter", "escape", "undo", "redo"})
+KEYS = frozenset({*"0123456789", *VERDICT_KEYS, *HARM_VERDICT_KEYS, "v", "r", "c", "d", "enter", "escape", "undo",
+                  "redo"})
 # Save states (:attr:`Labelling.save_state`).
 SaveState = Literal["idle", "pending", "saving", "saved", "error", "readonly", "writable"]
 
 
 @dataclass(frozen=True)
 class _Edit:
-    """One kind of store write (a field, a label, a step's cascade or comment), and what it does to the record
-    shown, so that the next key press sees the change before the write has landed."""
+    """One kind of store write (a field, a label, a harm type, a step's cascade or comment), and what it does to
+    the record shown, so that the next key press sees the change before the write has landed."""
 
-    kind: Literal["field", "label", "cascade", "comment"]
-    name: str = ""  # the field, or the label id
+    kind: Literal["field", "label", "harm_type", "cascade", "comment"]
+    name: str = ""  # the field, or the label id (harm type id)
     step: int = -1
 
     def write(self, store: AnnotationStore, tid: str, who: str, value: Any) -> None:
@@ -88,6 +91,8 @@ class _Edit:
             store.set_field(tid, who, self.name, value)
         elif self.kind == "label":
             store.set_label(tid, who, self.name, bool(value))
+        elif self.kind == "harm_type":
+            store.set_harm_type(tid, who, self.name, bool(value))
         elif self.kind == "cascade":
             store.set_cascade(tid, who, self.step, value)
         else:
@@ -96,8 +101,10 @@ class _Edit:
     def show(self, rec: Annotation, value: Any) -> None:
         if self.kind == "field":
             setattr(rec, self.name, value)  # a name from SCALAR_FIELDS, as the store's set_field takes it
-        elif self.kind == "label":
-            rec.labels = sorted((set(rec.labels) | {self.name}) if value else (set(rec.labels) - {self.name}))
+        elif self.kind in ("label", "harm_type"):
+            field = "labels" if self.kind == "label" else "harm_types"
+            have = set(getattr(rec, field))
+            setattr(rec, field, sorted((have | {self.name}) if value else (have - {self.name})))
         elif self.kind == "cascade":
             kept = [c for c in rec.cascading if c.step != self.step]
             rec.cascading = sorted(kept + ([Cascade(self.step, value)] if value is not None else []),
@@ -147,7 +154,9 @@ class Labelling(QObject):
             store labels are written to).
         writes: the queue every store write runs through, in order, off the GUI thread.
         store: the annotation store, until the session opens a library (or :meth:`set_store`).
-        taxonomy: the taxonomy whose labels are offered (default: the bundled ``computer_use``).
+        taxonomy: the taxonomy whose labels are offered (default: the bundled ``computer_use``). The harm
+            categories and types of the safety verdict come from the bundled ``harm`` taxonomy
+            (:attr:`harm_taxonomy`).
         annotator: who is labelling (default: the login name).
 
     Signals:
@@ -203,6 +212,7 @@ class Labelling(QObject):
         self.session = session
         self.store = store
         self.taxonomy = taxonomy or taxonomy_mod.get()
+        self.harm_taxonomy = taxonomy_mod.harm()  # the safety verdict's categories and types
         self.annotator = annotator or getpass.getuser() or "annotator"
         self.annotator_known = bool(annotator)
         self.mode = Mode.BROWSING
@@ -405,9 +415,10 @@ class Labelling(QObject):
         return bool(self._key_hint) or self._waiting
 
     def press(self, key: str) -> bool:
-        """Act on one labelling key (:data:`KEYS`: a digit, ``s f u v r c``, ``enter``, ``escape``, ``undo``,
-        ``redo``); returns whether it was used. While the next item is opening (after Enter), keys are held for
-        it (undo and redo act at once; Esc drops the held keys). Browsing, no key is used (nothing is written)."""
+        """Act on one labelling key (:data:`KEYS`: a digit, ``s f u v r c``, ``h n m d``, ``enter``, ``escape``,
+        ``undo``, ``redo``); returns whether it was used. While the next item is opening (after Enter), keys are
+        held for it (undo and redo act at once; Esc drops the held keys). Browsing, no key is used (nothing is
+        written)."""
         if not self.takes(key):
             return False
         if self._waiting and key not in ("undo", "redo"):
@@ -424,6 +435,10 @@ class Labelling(QObject):
             self.type_key_digit(key)
         elif key in VERDICT_KEYS:
             self.set_verdict(VERDICT_KEYS[key])
+        elif key in HARM_VERDICT_KEYS:
+            self.set_harm_verdict(HARM_VERDICT_KEYS[key])
+        elif key == "d":
+            self.mark_first_harm()
         elif key == "v":
             self.cycle_verdict()
         elif key == "r":
@@ -524,6 +539,28 @@ class Labelling(QObject):
             return
         present = self.record is not None and label_id in self.record.labels
         self._push(f"toggle {label_id}", _Edit("label", label_id), present, not present)
+
+    def set_harm_verdict(self, verdict: str | None) -> None:
+        """Set the safety verdict (harmful/safe/unsure or None)."""
+        self.set_field("harm_verdict", verdict)
+
+    def toggle_harm_type(self, harm_type: str) -> None:
+        """Add or remove a harm type (a label id of the ``harm`` taxonomy, ``harm:<code>``)."""
+        if not self._writable():
+            return
+        present = self.record is not None and harm_type in self.record.harm_types
+        self._push(f"toggle {harm_type}", _Edit("harm_type", harm_type), present, not present)
+
+    def set_first_harmful_step(self, step: int | None) -> None:
+        self.set_field("first_harmful_step", step)
+
+    def mark_first_harm(self) -> None:
+        """Mark the session's current step as the first harmful step (or clear it when it already is)."""
+        step = self.session.step
+        if step < 0:
+            return
+        cur = self.record.first_harmful_step if self.record else None
+        self.set_first_harmful_step(None if cur == step else step)
 
     def set_root_cause(self, step: int | None) -> None:
         self.set_field("root_cause_step", step)

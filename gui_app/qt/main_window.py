@@ -36,15 +36,18 @@ from gui_app.qt import layout
 from gui_app.qt.compare import CompareController, ComparePane, ViewerArea
 from gui_app.qt.controllers import LibraryScanner, ScoreController, TrajectoryLoader
 from gui_app.qt.export_dialog import ExportController
+from gui_app.qt.instructions import InstructionController
 from gui_app.qt.keyboard import LabelKeys, LabelModeIndicator, undo_actions
 from gui_app.qt.label_panel import LabelBar, LabelPanel, ask_who_labels
 from gui_app.qt.labelling import Labelling
 from gui_app.qt.library_view import LibraryModel, LibraryView
+from gui_app.qt.log_view import LogDialog
 from gui_app.qt.model_control import ModelController
 from gui_app.qt.notify import JobProgressView, NotificationView, Notifier
 from gui_app.qt.playback import Playback
 from gui_app.qt.queue_view import QueueController, QueueView
 from gui_app.qt.review_view import ReviewView
+from gui_app.qt.run_header import RunHeader
 from gui_app.qt.session import Session
 from gui_app.qt.step_table import StepTable
 from gui_app.qt.timeline_view import TimelineView
@@ -92,6 +95,8 @@ class MainWindow(QMainWindow):
         self.models = ModelController(self.runner, self.scorer, self.notifier, self.settings_store, self)
         self.exporter = ExportController(self.runner, self.session, self.notifier, self, self.settings.export_folder)
         self.comparison = CompareController(self.runner, self.session, self.notifier, SOURCE_OPTIONS, self)
+        self.instructions = InstructionController(self.runner, self.session, self.notifier, self)
+        self.log_dialog = LogDialog(self.notifier, self)  # View → Log
         self.session.closer = self.comparison.session.closer = self._close_source
         self.scanner.store_location = self.settings.label_store or None
         self._pending_select: str | None = None  # key to open once the scan of a single trajectory ends
@@ -129,7 +134,8 @@ class MainWindow(QMainWindow):
         column.setSpacing(0)
         column.addWidget(self.transport)
         column.addWidget(self.label_bar)
-        self.setCentralWidget(ViewerArea(self.video, self.compare_pane, under, self))
+        self.run_header = RunHeader(self.instructions)  # the open run's instruction, or "Set instruction…"
+        self.setCentralWidget(ViewerArea(self.video, self.compare_pane, under, self, header=self.run_header))
         self.library = LibraryView(LibraryModel(parent=self, runner=self.runner), self)
         self.library.follow(self.session)
         self.add_panel("library", self.library, "left", title="Library")
@@ -451,12 +457,6 @@ class MainWindow(QMainWindow):
     def set_focus_layout(self, on: bool) -> None:
         self.layout_policy.set_focus(on)
 
-    def cancel_work(self) -> None:
-        self.runner.cancel_all()
-
-    def play_pause(self) -> None:
-        self.session.toggle_playing()
-
     def step_prev(self) -> None:
         self.session.next_step(-1)
 
@@ -544,6 +544,9 @@ class MainWindow(QMainWindow):
     def queue_models(self) -> None:
         self.start_queue("models")
 
+    def queue_harm(self) -> None:
+        self.start_queue("harm")
+
     def queue_off(self) -> None:
         self.queue.select(None)
         self.notifier.info("Left the queue: Enter (save & next) follows the library order")
@@ -592,12 +595,6 @@ class MainWindow(QMainWindow):
         self.docks["library"].raise_()  # the library may be a tab behind the labels
         self.library.focus_search()
 
-    def score_current(self) -> None:
-        self.scorer.score_current()
-
-    def score_library(self) -> None:
-        self.scorer.score_library()
-
     def score_shown(self) -> None:
         self.scorer.score_library(self.library.model.text, self.library.model.filters)
 
@@ -606,9 +603,6 @@ class MainWindow(QMainWindow):
 
     def use_shipped_model(self) -> None:
         self.models.use(None)
-
-    def rescore_library(self) -> None:
-        self.models.rescore()
 
     def set_overlay(self, on: bool) -> None:
         self.session.set_overlay(on)
@@ -624,9 +618,6 @@ class MainWindow(QMainWindow):
 
     def set_library_dock_visible(self, visible: bool) -> None:
         self.docks["library"].setVisible(visible)
-
-    def zoom_fit(self) -> None:
-        self.video.fit()
 
     def show_shortcuts(self) -> action_table.ShortcutsDialog:
         dialog = action_table.ShortcutsDialog(self)

@@ -4,7 +4,8 @@
 (:class:`gui_app.core.annotation.queue.LabelQueue`, the
 same ones ``rollscope queue`` builds), the one being worked through, the annotator's items in it and which of them
 are labelled. It builds a queue of what the library shows in a worker (failures first, model/outcome disagreement,
-model uncertainty, teach the model, and where the two models that scored the library last disagree), and asks for
+model uncertainty, teach the model, where the two models that scored the library last disagree, and the runs people
+labelled possibly harmful), and asks for
 an item to be opened with :attr:`QueueController.open_requested`; the main window opens it like a library selection.
 :meth:`QueueController.advance` is what Enter (the label panel's save & next) does while a queue is active: the next
 unlabelled item after the current one.
@@ -28,6 +29,7 @@ from gui_app.core.errors import RollscopeError
 from gui_app.core.annotation.queue import MODELS, LabelQueue, QueueItem, model_gaps
 from gui_app.core.store.interface import AnnotationStore
 from gui_app.core.trajectory.model import Trajectory
+from gui_app.qt.action_table import ACTIONS
 from gui_app.qt.library_view import LibraryModel
 from gui_app.qt.notify import Notifier
 from gui_app.qt.session import Session
@@ -40,10 +42,11 @@ ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "uncertain": ("model least sure", ("uncertain", "failures", "disagreement")),
     "teach": ("teach the model", ("teach",)),
     "models": ("models disagree", ("models",)),
+    "harm": ("possible harm", ("harm",)),
 }
 # The build buttons' text: short enough that they fit a side column whole (the tooltip has the ordering in full).
 BUTTON_TEXT = {"failures": "Failures", "disagreement": "Model vs outcome", "uncertain": "Least sure",
-               "teach": "Teach the model", "models": "Models differ"}
+               "teach": "Teach the model", "models": "Models differ", "harm": "Possible harm"}
 BUTTON_COLUMNS = 3
 _DONE_BRUSH = QBrush(QColor(30, 130, 60))
 
@@ -167,8 +170,13 @@ class QueueController(QObject):
         except RollscopeError as exc:
             self.notifier.error(f"cannot read the label of {trajectory_id}: {exc}")
             return
+        try:
+            done = self.queue.is_done(rec)  # the success verdict, or the harm verdict in a harm queue
+        except RollscopeError as exc:
+            self.notifier.error(f"cannot read queue {self.queue.name!r}: {exc}")
+            return
         for it in mine:
-            it.done = rec is not None and rec.verdict is not None
+            it.done = done
         self.changed.emit()
 
     def on_trajectory(self, traj: Trajectory | None) -> None:
@@ -343,9 +351,12 @@ class QueueView(QWidget):
         self.picker.setToolTip("The queue Enter (save & next) and [ / ] move through")
         buttons = QGridLayout()
         self.build_buttons: dict[str, QPushButton] = {}
+        # The window's shortcut for each ordering, where the action table has one (the action queue_<order>).
+        keys = {a.name: a.shortcuts[0] for a in ACTIONS if a.shortcuts}
         for n, (order, (title, _chain)) in enumerate(ORDERS.items(), 1):
             b = QPushButton(BUTTON_TEXT[order], self)
-            b.setToolTip(f"Build a queue of what the library shows, {title} (Ctrl+{n})")
+            key = keys.get(f"queue_{order}")
+            b.setToolTip(f"Build a queue of what the library shows, {title}" + (f" ({key})" if key else ""))
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             # Whole text, in rows of three: a cut "isagrees with o" told nobody what the button builds.
             b.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)

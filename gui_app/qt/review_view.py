@@ -1,5 +1,5 @@
-"""Review and adjudication: every annotator's labels for one trajectory side by side, the final label, a human
-override of the automatic outcome, and inter-annotator agreement over the whole store.
+"""Review and adjudication: every annotator's labels for one trajectory side by side (the safety verdict too), the
+final label, a human override of the automatic outcome, and inter-annotator agreement over the whole store.
 
 All data comes from :meth:`AnnotationStore.review` and :func:`gui_app.core.annotation.agreement.report`; the view only
 shows
@@ -33,7 +33,8 @@ from PySide6.QtWidgets import (
 )
 
 from gui_app.core.annotation import agreement
-from gui_app.core.store.record import VERDICTS, Annotation, Review, ScoreOverride
+from gui_app.core.annotation import taxonomy as taxonomy_mod
+from gui_app.core.store.record import HARM_VERDICTS, VERDICTS, Annotation, Review, ScoreOverride
 from gui_app.core.errors import RollscopeError
 from gui_app.core.store.interface import AnnotationStore
 from gui_app.core.annotation.taxonomy import Taxonomy
@@ -46,10 +47,14 @@ T = TypeVar("T")
 # (row title, how to show a record's value)
 ROWS: tuple[tuple[str, str], ...] = (
     ("Verdict", "verdict"),
+    ("Harm verdict", "harm_verdict"),
     ("Labels", "labels"),
     ("Root cause step", "root_cause_step"),
     ("Module", "root_cause_module"),
     ("Error type", "root_cause_error_type"),
+    ("First harmful step", "first_harmful_step"),
+    ("Harm category", "harm_category"),
+    ("Harm types", "harm_types"),
     ("Evidence", "evidence"),
     ("Correction", "correction_guidance"),
     ("Cascading", "cascading"),
@@ -62,21 +67,32 @@ ROWS: tuple[tuple[str, str], ...] = (
 DIFFER_COLOUR = QColor(255, 224, 178)
 
 
-def show_value(a: Annotation | None, field: str, taxonomy: Taxonomy | None = None) -> str:
-    """A record's field as text for a table cell."""
+def _names(ids: list[str], taxonomy: Taxonomy | None) -> str:
+    """Label ids as their names in ``taxonomy`` (ids of another taxonomy, or unknown codes, as they are)."""
+    if taxonomy is None:
+        return ", ".join(ids)
+    return ", ".join((lab.name if (lab := taxonomy.get(x)) is not None and x.startswith(taxonomy.name + ":")
+                      else x) for x in ids)
+
+
+def show_value(a: Annotation | None, field: str, taxonomy: Taxonomy | None = None,
+               harm: Taxonomy | None = None) -> str:
+    """A record's field as text for a table cell (label names from ``taxonomy``, harm names from ``harm``)."""
     if a is None:
         return ""
     v = getattr(a, field)
     if field == "labels":
-        if taxonomy is None:
-            return ", ".join(v)
-        return ", ".join((lab.name if (lab := taxonomy.get(x)) is not None and x.startswith(taxonomy.name + ":")
-                          else x) for x in v)
+        return _names(v, taxonomy)
+    if field == "harm_types":
+        return _names(v, harm)
+    if field == "harm_category" and v is not None and harm is not None:
+        lab = harm.get(v)
+        return lab.name if lab is not None else str(v)
     if field == "cascading":
         return "; ".join(step_text(c.step) + (f": {c.effect}" if c.effect else "") for c in v)
     if field == "step_comments":
         return "; ".join(f"{step_text(s)}: {t}" for s, t in sorted(v.items()))
-    if field == "root_cause_step" and v is not None:
+    if field in ("root_cause_step", "first_harmful_step") and v is not None:
         return step_text(v)
     if field in ("confidence", "time_spent") and v is not None:
         return f"{v:.2f}" if field == "confidence" else f"{v:.0f}"
@@ -109,6 +125,7 @@ class ReviewView(QWidget):
                  runner: Runner | None = None, parent: QWidget | None = None, writes: JobQueue | None = None):
         super().__init__(parent)
         self.store, self.taxonomy, self.runner = store, taxonomy, runner
+        self.harm_taxonomy = taxonomy_mod.harm()
         self._writes = writes
         self.adjudicator = adjudicator or getpass.getuser() or "adjudicator"
         self.trajectory_id: str | None = None
@@ -149,6 +166,13 @@ class ReviewView(QWidget):
         self.final_verdict.activated.connect(lambda _i: self.set_final_verdict(self.final_verdict.currentData()))
         row2.addWidget(self.final_verdict, 1)
         al.addRow("Final verdict", row2)
+        self.final_harm_verdict = QComboBox()
+        self.final_harm_verdict.addItem("", None)
+        for v in HARM_VERDICTS:
+            self.final_harm_verdict.addItem(v, v)
+        self.final_harm_verdict.activated.connect(
+            lambda _i: self.set_final_harm_verdict(self.final_harm_verdict.currentData()))
+        al.addRow("Final harm verdict", self.final_harm_verdict)
         pl.addWidget(adj)
 
         ov = QGroupBox("Override the automatic outcome")
@@ -240,7 +264,7 @@ class ReviewView(QWidget):
         differing = set(rv.differing) if rv else set()
         for r, (_title, field) in enumerate(ROWS):
             for c, rec in enumerate(records):
-                item = QTableWidgetItem(show_value(rec, field, self.taxonomy))
+                item = QTableWidgetItem(show_value(rec, field, self.taxonomy, self.harm_taxonomy))
                 item.setToolTip(item.text())
                 if field in differing and c < len(people):
                     item.setBackground(QBrush(DIFFER_COLOUR))
@@ -254,11 +278,12 @@ class ReviewView(QWidget):
         self.source_combo.clear()
         self.source_combo.addItems(people)
         has = tid is not None and self.store is not None
-        for w in (self.adopt_button, self.final_verdict, self.override_button):
+        for w in (self.adopt_button, self.final_verdict, self.final_harm_verdict, self.override_button):
             w.setEnabled(has)
         self.adopt_button.setEnabled(bool(people))
-        fv = rv.final.verdict if rv and rv.final else None
-        self.final_verdict.setCurrentIndex(max(self.final_verdict.findData(fv), 0) if fv else 0)
+        for combo, field in ((self.final_verdict, "verdict"), (self.final_harm_verdict, "harm_verdict")):
+            fv = getattr(rv.final, field) if rv and rv.final else None
+            combo.setCurrentIndex(max(combo.findData(fv), 0) if fv else 0)
         self.overrides_label.setText("\n".join(
             f"{o.actor}: success={o.success} (was {o.previous_success}) — {o.reason}" for o in (rv.overrides if rv
                                                                                                else [])))
@@ -324,10 +349,17 @@ class ReviewView(QWidget):
 
     def set_final_verdict(self, verdict: str | None) -> None:
         """Write the final verdict directly (the adjudicator's own call)."""
+        self._set_final("verdict", "final verdict", verdict)
+
+    def set_final_harm_verdict(self, verdict: str | None) -> None:
+        """Write the final safety verdict directly (the adjudicator's own call)."""
+        self._set_final("harm_verdict", "final harm verdict", verdict)
+
+    def _set_final(self, field: str, what: str, verdict: str | None) -> None:
         who = self.adjudicator
-        self._write("setting the final verdict",
-                    lambda st, tid: st.set_field(tid, who, "verdict", verdict, role="adjudicator"),
-                    lambda tid, _changed: self._final_written(tid, f"final verdict set to {verdict}"))
+        self._write(f"setting the {what}",
+                    lambda st, tid: st.set_field(tid, who, field, verdict, role="adjudicator"),
+                    lambda tid, _changed: self._final_written(tid, f"{what} set to {verdict}"))
 
     def override(self, success: bool, reason: str) -> None:
         """Record a human override of the automatic outcome, with who (the adjudicator) and why."""

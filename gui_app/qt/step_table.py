@@ -21,7 +21,8 @@ COLUMNS = ("label", "#", "time", "type", "action", "p(dev)", "thought")
 COL_MARK, COL_INDEX, COL_TIME, COL_TYPE, COL_ACTION, COL_SCORE, COL_THOUGHT = range(len(COLUMNS))
 _ELIDE_AT = 200  # characters of a thought shown in the cell; the tooltip has all of it
 _MARK_BRUSH = QBrush(QColor(255, 214, 102))
-MARK_TEXT = {"root_cause": "● root cause", "cascade": "↳ cascade", "comment": "✎ comment"}  # the label column
+MARK_TEXT = {"root_cause": "● root cause", "first_harm": "⚠ first harm", "cascade": "↳ cascade",
+             "comment": "✎ comment"}  # the label column
 _FIRST_DEV_BRUSH = QBrush(QColor(255, 120, 70, 150))
 _UNSURE_BRUSH = QBrush(QColor(255, 190, 170))  # a start time the alignment is unsure of: check it on the video
 

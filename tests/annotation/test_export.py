@@ -190,7 +190,8 @@ def test_final_labels_for_the_dataset_builder(store):
     fl = store.final_labels()
     assert fl["t1"]["source"] == "adjudicated" and fl["t1"]["verdict"] == "failure"
     assert fl["t3"] == {"verdict": "failure", "root_cause_step": 0, "labels": ["computer_use:grounding.wrong_element"],
-                        "source": "majority", "n_annotators": 1}
+                        "source": "majority", "n_annotators": 1, "harm_verdict": None, "harm_category": None,
+                        "harm_types": [], "first_harmful_step": None}
 
 
 def test_whowhen_and_sft_exports_import_back(store, tmp_path):

@@ -28,7 +28,7 @@ def test_is_the_narrow_interface_and_default_location(tmp_path):
     s = open_store(root=tmp_path)
     assert isinstance(s, AnnotationStore)
     assert s.path == default_path(tmp_path) == tmp_path / ".rollscope" / "labels.sqlite"
-    assert s.schema_version == len(migrations()) == 3
+    assert s.schema_version == len(migrations()) == 4
     mode = sqlite3.connect(s.path).execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     s.close()
@@ -104,7 +104,8 @@ def test_review_adjudication_override_and_final_labels(store):
     # majority: verdict failure (2 of 3), step 2 (2 of 3), labels chosen by more than half (x:1 2/3, x:2 2/3)
     fl = store.final_labels()
     assert fl["t"] == {"verdict": "failure", "root_cause_step": 2, "labels": ["x:1", "x:2"], "source": "majority",
-                       "n_annotators": 3}
+                       "n_annotators": 3, "harm_verdict": None, "harm_category": None, "harm_types": [],
+                       "first_harmful_step": None}
     assert fl["u"]["verdict"] is None  # a 1-1 tie has no majority
     final = store.adjudicate("t", "dana", "b")
     assert final.role == "adjudicator" and final.root_cause_step == 3

@@ -1,5 +1,6 @@
 """Inter-annotator agreement: Cohen's kappa (pairs), Fleiss' kappa, Krippendorff's alpha (nominal), and
-root-cause step agreement (exact and within one step), for verdicts and for each taxonomy label.
+step agreement (exact and within one step), for verdicts and for each taxonomy label; the same for the safety
+verdict (harm verdict, harm category, each harm type, first harmful step).
 
 Undefined statistics (e.g. kappa when every rating falls in one category, so chance agreement is 1) are None,
 never NaN, so reports stay valid JSON.
@@ -145,8 +146,27 @@ def _stats(matrix: dict[str, dict[str, Any]], annotators: list[str]) -> dict[str
     }
 
 
+def _presence(by_item: dict[str, dict[str, Annotation]], field: str, used: Sequence[str],
+              annotators: list[str]) -> dict[str, dict[str, Any]]:
+    """Stats and prevalence of each item of the set ``field`` (``labels``, ``harm_types``): present or absent in
+    each record of ``by_item``."""
+    out = {}
+    for lab in used:
+        mat = {t: {a: (lab in getattr(r, field)) for a, r in m.items()} for t, m in by_item.items()}
+        st = _stats(mat, annotators)
+        n_marks = sum(v for m in mat.values() for v in m.values())
+        n_all = sum(len(m) for m in mat.values())
+        st["prevalence"] = n_marks / n_all if n_all else None
+        out[lab] = st
+    return out
+
+
 def report(annotations: Sequence[Annotation], labels: Sequence[str] | None = None) -> dict[str, Any]:
-    """Agreement among annotators (role ``annotator``) for verdicts, each taxonomy label and the root-cause step.
+    """Agreement among annotators (role ``annotator``) for verdicts, each taxonomy label and the root-cause step,
+    and for the safety verdict: harm verdict, harm category, each harm type and the first harmful step.
+
+    Harm types are compared among the records that give a harm verdict (a record without one did not judge harm,
+    so its empty list of types says nothing).
 
     Args:
         annotations: records (adjudicator records are ignored).
@@ -154,8 +174,10 @@ def report(annotations: Sequence[Annotation], labels: Sequence[str] | None = Non
 
     Returns:
         ``{"annotators", "n_trajectories", "verdict": stats, "labels": {label: stats + prevalence},
-        "root_cause_step": {n_pairs, exact, within_one}}`` where stats = n_items, percent_agreement, cohen
-        (per pair: a, b, n, kappa), mean_cohen, fleiss (kappa, n_items, n_raters), krippendorff_alpha.
+        "root_cause_step": {n_pairs, exact, within_one}, "harm_verdict": stats, "harm_category": stats,
+        "harm_types": {type: stats + prevalence}, "first_harmful_step": {n_pairs, exact, within_one}}`` where
+        stats = n_items, percent_agreement, cohen (per pair: a, b, n, kappa), mean_cohen, fleiss (kappa, n_items,
+        n_raters), krippendorff_alpha.
     """
     recs = [a for a in annotations if a.role == "annotator" and not a.is_empty()]
     annotators = sorted({a.annotator for a in recs})
@@ -164,22 +186,24 @@ def report(annotations: Sequence[Annotation], labels: Sequence[str] | None = Non
         by_item.setdefault(a.trajectory_id, {})[a.annotator] = a
     verdicts = {t: {a: r.verdict for a, r in m.items()} for t, m in by_item.items()}
     used = sorted({lab for a in recs for lab in a.labels}) if labels is None else list(labels)
-    label_stats = {}
-    for lab in used:
-        # presence/absence per annotator who has a record for the item
-        mat = {t: {a: (lab in r.labels) for a, r in m.items()} for t, m in by_item.items()}
-        st = _stats(mat, annotators)
-        n_marks = sum(v for m in mat.values() for v in m.values())
-        n_all = sum(len(m) for m in mat.values())
-        st["prevalence"] = n_marks / n_all if n_all else None
-        label_stats[lab] = st
-    steps = [[m[a].root_cause_step if a in m else None for a in annotators] for m in by_item.values()]
+    judged = {t: {a: r for a, r in m.items() if r.harm_verdict is not None} for t, m in by_item.items()}
+
+    def steps(field: str) -> list[list[int | None]]:
+        return [[getattr(m[a], field) if a in m else None for a in annotators] for m in by_item.values()]
+
     return {
         "annotators": annotators,
         "n_trajectories": len(by_item),
         "verdict": _stats(verdicts, annotators),
-        "labels": label_stats,
-        "root_cause_step": step_agreement(steps),
+        "labels": _presence(by_item, "labels", used, annotators),
+        "root_cause_step": step_agreement(steps("root_cause_step")),
+        "harm_verdict": _stats({t: {a: r.harm_verdict for a, r in m.items()} for t, m in by_item.items()},
+                               annotators),
+        "harm_category": _stats({t: {a: r.harm_category for a, r in m.items()} for t, m in by_item.items()},
+                                annotators),
+        "harm_types": _presence({t: m for t, m in judged.items() if m}, "harm_types",
+                                sorted({h for a in recs for h in a.harm_types}), annotators),
+        "first_harmful_step": step_agreement(steps("first_harmful_step")),
     }
 
 
@@ -204,4 +228,12 @@ def format_report(rep: dict[str, Any]) -> str:
     lines.append(f"root-cause step: pairs={rc['n_pairs']} exact={f(rc['exact'])} within_one={f(rc['within_one'])}")
     for lab, st in rep["labels"].items():
         block(f"label {lab} (prevalence {f(st['prevalence'])})", st)
+    if rep["harm_verdict"]["n_items"] or rep["first_harmful_step"]["n_pairs"]:  # nothing to say when none judged
+        block("harm verdict", rep["harm_verdict"])
+        block("harm category", rep["harm_category"])
+        fh = rep["first_harmful_step"]
+        lines.append(f"first harmful step: pairs={fh['n_pairs']} exact={f(fh['exact'])} "
+                     f"within_one={f(fh['within_one'])}")
+        for lab, st in rep["harm_types"].items():
+            block(f"harm type {lab} (prevalence {f(st['prevalence'])})", st)
     return "\n".join(lines)

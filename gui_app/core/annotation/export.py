@@ -12,6 +12,11 @@ Formats:
 
 ``sft`` and ``whowhen`` write one record per trajectory: the adjudicated record, else the annotators' majority.
 
+Every format carries the safety verdict beside the success verdict: ``harm_verdict`` (harmful / safe / unsure),
+``harm_category`` (a code of the bundled ``harm`` taxonomy's categories), ``harm_types`` (its types, ``harm:<code>``)
+and ``first_harmful_step``. They were added after the other columns (tables: after ``version``), so files written
+before them still import, and readers of the older columns find them where they were.
+
 Every output appears whole or not at all (:mod:`gui_app.core.atomic`): a file is written under a temporary name and
 renamed over the old one; a folder (``hf``, ``--split-by-task``) is built beside the old one and swapped with it, so
 a killed export leaves the previous one in place. CSV text cells that a spreadsheet would run as a formula (starting
@@ -40,6 +45,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from gui_app.core.annotation.taxonomy import HARM_TAXONOMY
 from gui_app.core.store.record import SCALAR_FIELDS, Annotation, AnnotationError, Cascade, check_value, majority
 from gui_app.core.atomic import publish_file, publish_folder
 from gui_app.core.errors import RollscopeError
@@ -57,6 +63,7 @@ SCHEMA: dict[str, Any] = {
     "step_comments": pl.List(pl.Struct({"step": pl.Int64, "comment": pl.Utf8})),
     "notes": pl.Utf8, "confidence": pl.Float64, "time_spent": pl.Float64, "mistake_agent": pl.Utf8,
     "created_at": pl.Float64, "updated_at": pl.Float64, "version": pl.Int64,
+    "harm_verdict": pl.Utf8, "harm_category": pl.Utf8, "harm_types": pl.List(pl.Utf8), "first_harmful_step": pl.Int64,
 }
 CATALOG_SCHEMA: dict[str, Any] = {"key": pl.Utf8, "path": pl.Utf8, "instruction": pl.Utf8, "task": pl.Utf8,
                                   "env_success": pl.Boolean, "p_success": pl.Float64}
@@ -110,12 +117,14 @@ class ExportFilter:
         taxonomy_label: only records carrying this label: a stored id (``tax:code``), a bare code, or a group
             code (``input`` matches ``computer_use:input.typo``).
         outcome: only records whose human verdict is ``success`` or ``failure``.
+        harm: only records whose harm verdict is this (``harmful``, ``safe`` or ``unsure``).
     """
 
     annotator: str | None = None
     adjudicated_only: bool = False
     taxonomy_label: str | None = None
     outcome: str | None = None
+    harm: str | None = None
 
     def keeps(self, a: Annotation) -> bool:
         if a.is_empty():  # a record of a trajectory merely opened (older versions made them): not a label
@@ -125,6 +134,8 @@ class ExportFilter:
         if self.adjudicated_only and a.role != "adjudicator":
             return False
         if self.outcome is not None and a.verdict != self.outcome:
+            return False
+        if self.harm is not None and a.harm_verdict != self.harm:
             return False
         if self.taxonomy_label is not None and not any(label_matches(lab, self.taxonomy_label) for lab in a.labels):
             return False
@@ -191,20 +202,21 @@ def frame(annotations: Iterable[Annotation], catalog: Mapping[str, Any] | None =
     List columns are built from flat (row, value) frames grouped by row: building nested Series from Python lists
     of dicts costs about 100x more.
     """
-    scalar = [n for n in SCHEMA if n not in ("labels", "cascading", "step_comments")]
+    sets = ("labels", "harm_types")  # lists of strings
+    scalar = [n for n in SCHEMA if n not in (*sets, "cascading", "step_comments")]
     cols: dict[str, list[Any]] = {name: [] for name in scalar}
     cat_cols: dict[str, list[Any]] = {name: [] for name in CATALOG_SCHEMA} if catalog is not None else {}
-    lab_rows: list[int] = []
-    lab_vals: list[str] = []
+    set_flat: dict[str, tuple[list[int], list[str]]] = {name: ([], []) for name in sets}
     cas: tuple[list[int], list[int], list[str]] = ([], [], [])
     com: tuple[list[int], list[int], list[str]] = ([], [], [])
     n = 0
     for i, a in enumerate(annotations):
         for name in scalar:
             cols[name].append(getattr(a, name))
-        for lab in a.labels:
-            lab_rows.append(i)
-            lab_vals.append(lab)
+        for name in sets:
+            for item in getattr(a, name):
+                set_flat[name][0].append(i)
+                set_flat[name][1].append(item)
         for c in a.cascading:
             cas[0].append(i)
             cas[1].append(c.step)
@@ -228,12 +240,13 @@ def frame(annotations: Iterable[Annotation], catalog: Mapping[str, Any] | None =
     def nested(name: str, flat: pl.DataFrame, value: pl.Expr) -> pl.DataFrame:
         return flat.group_by("_row").agg(value.alias(name))
 
-    labs = pl.DataFrame({"_row": pl.Series(lab_rows, dtype=pl.UInt32), "v": pl.Series(lab_vals, dtype=pl.Utf8)})
+    flat_sets = {name: pl.DataFrame({"_row": pl.Series(rows, dtype=pl.UInt32), "v": pl.Series(vals, dtype=pl.Utf8)})
+                 for name, (rows, vals) in set_flat.items()}
     casc = pl.DataFrame({"_row": pl.Series(cas[0], dtype=pl.UInt32), "step": pl.Series(cas[1], dtype=pl.Int64),
                          "effect": pl.Series(cas[2], dtype=pl.Utf8)})
     comm = pl.DataFrame({"_row": pl.Series(com[0], dtype=pl.UInt32), "step": pl.Series(com[1], dtype=pl.Int64),
                          "comment": pl.Series(com[2], dtype=pl.Utf8)})
-    for name, part in (("labels", nested("labels", labs, pl.col("v"))),
+    for name, part in (*((name, nested(name, flat, pl.col("v"))) for name, flat in flat_sets.items()),
                        ("cascading", nested("cascading", casc, pl.struct("step", "effect"))),
                        ("step_comments", nested("step_comments", comm, pl.struct("step", "comment")))):
         df = df.join(part, on="_row", how="left").with_columns(
@@ -269,7 +282,7 @@ def split_tasks(tasks: Iterable[str], test_fraction: float = 0.2) -> dict[str, s
 
 def resolve(records: list[Annotation]) -> Annotation | None:
     """One record per trajectory: the adjudicated one (latest), else a majority record built from the
-    annotators (verdict, root-cause step and labels by majority; text from an annotator who agrees)."""
+    annotators (verdicts, steps, labels, harm category and types by majority; text from an annotator who agrees)."""
     finals = [a for a in records if a.role == "adjudicator"]
     if finals:
         return max(finals, key=lambda a: a.updated_at or 0.0)
@@ -281,8 +294,7 @@ def resolve(records: list[Annotation]) -> Annotation | None:
     m = majority(recs)
     donor = next((a for a in recs if a.verdict == m["verdict"] and a.root_cause_step == m["root_cause_step"]),
                  next((a for a in recs if a.verdict == m["verdict"]), recs[0]))
-    return Annotation(**{**donor.__dict__, "annotator": "majority", "verdict": m["verdict"],
-                         "root_cause_step": m["root_cause_step"], "labels": m["labels"]})
+    return Annotation(**{**donor.__dict__, **m, "annotator": "majority"})
 
 
 def _resolved(annotations: list[Annotation]) -> list[Annotation]:
@@ -546,6 +558,12 @@ def _loader(catalog: Any) -> Callable[[Any], Any]:
     return lambda row: formats.load(_row_get(row, "key"), library_root=root)
 
 
+def harm_of(a: Annotation) -> dict[str, Any]:
+    """The safety verdict of ``a`` (its four harm fields), as the record-per-trajectory exports carry it."""
+    return {"harm_verdict": a.harm_verdict, "harm_category": a.harm_category, "harm_types": list(a.harm_types),
+            "first_harmful_step": a.first_harmful_step}
+
+
 def sft_record(a: Annotation, instruction: str, video: str | None, traj: Any = None) -> dict[str, Any] | None:
     """One ExeVRM-style training example, or None when the verdict is not success/failure."""
     if a.verdict not in ("success", "failure"):
@@ -576,6 +594,7 @@ def sft_record(a: Annotation, instruction: str, video: str | None, traj: Any = N
         "deviation": deviation,
         "labels": list(a.labels),
         "annotator": a.annotator,
+        **harm_of(a),
     }
 
 
@@ -596,6 +615,7 @@ def whowhen_record(a: Annotation, instruction: str, traj: Any = None) -> dict[st
         "mistake_step": None if a.root_cause_step is None else str(a.root_cause_step),  # published files: str
         "mistake_reason": a.evidence,
         "labels": list(a.labels),
+        **harm_of(a),
     }
 
 
@@ -633,6 +653,13 @@ One row per (trajectory, annotator, role); `role == "adjudicator"` rows are the 
 ## Verdicts
 
 {verdicts}
+
+## Harm verdicts
+
+Beside success, the safety verdict: `harmful`, `safe` or `unsure`, with the harm category, the harm types (the
+bundled OS-Harm taxonomy) and the first harmful step.
+
+{harm_verdicts}
 """
 
 COLUMN_DOCS = {
@@ -643,7 +670,10 @@ COLUMN_DOCS = {
     "what should have been done", "cascading": "later steps affected (step, effect)", "step_comments":
     "comments per step", "notes": "free notes", "confidence": "annotator confidence in [0, 1]", "time_spent":
     "seconds spent labelling", "mistake_agent": "agent at fault (multi-agent logs)", "created_at": "Unix time",
-    "updated_at": "Unix time", "version": "number of edits", "key": "catalog key (path or path#N)",
+    "updated_at": "Unix time", "version": "number of edits", "harm_verdict": "safety verdict: harmful / safe / unsure",
+    "harm_category": "where the harm came from: user_misuse, prompt_injection, model_misbehaviour",
+    "harm_types": "what the harm was, as harm:code", "first_harmful_step": "0-based step where the harm was done",
+    "key": "catalog key (path or path#N)",
     "path": "trajectory file or folder", "instruction": "task instruction", "task": "task name",
     "env_success": "environment's outcome", "p_success": "reward model probability of success",
     "split": "train / test (split by task)",
@@ -677,6 +707,7 @@ def _write_hf(df: pl.DataFrame, out: Path, split_by_task: bool) -> tuple[list[st
         counts[split] = part.height
     data_files = "\n".join(f"  - split: {s}\n    path: data/{s}-*" for s in counts)
     verdicts = df.group_by("verdict").len().sort("verdict").to_dicts()
+    harm_verdicts = df.group_by("harm_verdict").len().sort("harm_verdict").to_dicts()
     card = DATASET_CARD.format(
         data_files=data_files, size=_size_category(df.height),
         splits="\n".join(f"- `{s}`: {n} rows" for s, n in counts.items()),
@@ -684,6 +715,7 @@ def _write_hf(df: pl.DataFrame, out: Path, split_by_task: bool) -> tuple[list[st
                     "measures generalisation to unseen tasks.") if split_by_task else "",
         columns="\n".join(f"| `{c}` | {t} | {COLUMN_DOCS.get(c, '')} |" for c, t in df.schema.items()),
         verdicts="\n".join(f"- {v['verdict'] or 'none'}: {v['len']}" for v in verdicts) or "- none",
+        harm_verdicts="\n".join(f"- {v['harm_verdict'] or 'none'}: {v['len']}" for v in harm_verdicts) or "- none",
     )
     (out / "README.md").write_text(card, encoding="utf-8")
     return [*paths, "README.md"], counts
@@ -811,10 +843,17 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "confidence": ("confidence",),
     "time_spent": ("time_spent",),
     "mistake_agent": ("mistake_agent",),
+    "harm_verdict": ("harm_verdict",),
+    "harm_category": ("harm_category",),
+    "harm_types": ("harm_types",),
+    "first_harmful_step": ("first_harmful_step",),
 }
 VERDICT_WORDS = {"success": "success", "correct": "success", "true": "success", "1": "success", "yes": "success",
                  "failure": "failure", "fail": "failure", "incorrect": "failure", "false": "failure", "0": "failure",
                  "no": "failure", "unsure": "unsure", "unknown": "unsure"}
+HARM_VERDICT_WORDS = {"harmful": "harmful", "harm": "harmful", "unsafe": "harmful", "true": "harmful", "1": "harmful",
+                      "yes": "harmful", "safe": "safe", "harmless": "safe", "false": "safe", "0": "safe", "no": "safe",
+                      "unsure": "unsure", "unknown": "unsure"}
 
 
 # Rows an import reads and writes at a time: memory stays at one chunk of records, whatever the file's size.
@@ -976,6 +1015,7 @@ def row_to_annotation(row: dict[str, Any], annotator: str, base: Annotation | No
     a = Annotation(**{**(base.__dict__ if base else {}), "trajectory_id": tid, "annotator": annotator,
                       "role": "annotator"}) if base else Annotation(tid, annotator)
     a.labels, a.cascading, a.step_comments = list(a.labels), list(a.cascading), dict(a.step_comments)
+    a.harm_types = list(a.harm_types)
 
     def fail(name: str, reason: str) -> AnnotationError:
         return AnnotationError(tid, name, reason, source, line)
@@ -986,37 +1026,45 @@ def row_to_annotation(row: dict[str, Any], annotator: str, base: Annotation | No
         v = row[columns[name]]
         if isinstance(v, str) and v.strip() == "":
             v = None
-        if name == "verdict" and v is not None:
+        if name in ("verdict", "harm_verdict") and v is not None:
+            words = VERDICT_WORDS if name == "verdict" else HARM_VERDICT_WORDS
             word = str(v).strip().lower()
-            if word not in VERDICT_WORDS:
-                raise fail(name, f"unknown verdict {v!r} (use success, failure or unsure)")
-            v = VERDICT_WORDS[word]
-        elif v is not None and name in ("root_cause_step", "confidence", "time_spent"):
+            if word not in words:
+                raise fail(name, f"unknown verdict {v!r} (use {', '.join(dict.fromkeys(words.values()))})")
+            v = words[word]
+        elif v is not None and name in ("root_cause_step", "first_harmful_step", "confidence", "time_spent"):
             try:
                 v = float(v)
             except (TypeError, ValueError) as exc:
                 raise fail(name, f"expected a number, got {v!r}") from exc
-            if name == "root_cause_step":
+            if name in ("root_cause_step", "first_harmful_step"):
                 if not v.is_integer():
                     raise fail(name, f"expected a step index, got {v!r}")
                 v = int(v)
         elif v is not None and not isinstance(v, str):
             v = str(v)
+        if name == "harm_category" and isinstance(v, str) and v.startswith(HARM_TAXONOMY + ":"):
+            v = v[len(HARM_TAXONOMY) + 1:]  # a label id: the category is stored as its bare code
         try:
             setattr(a, name, check_value(tid, name, v))
         except AnnotationError as exc:
             raise fail(name, exc.reason) from exc
-    has, v = col("labels")
-    if has:
+    for name in ("labels", "harm_types"):
+        has, v = col(name)
+        if not has:
+            continue
         v = _maybe_json(v)
         if v is None or v == "":
-            a.labels = []
+            items = []
         elif isinstance(v, str):
-            a.labels = [x.strip() for x in v.split(";") if x.strip()]
+            items = [x.strip() for x in v.split(";") if x.strip()]
         elif isinstance(v, list) and all(isinstance(x, str) for x in v):
-            a.labels = sorted(set(v))
+            items = sorted(set(v))
         else:
-            raise fail("labels", f"expected a list of strings or 'a;b' text, got {v!r}")
+            raise fail(name, f"expected a list of strings or 'a;b' text, got {v!r}")
+        if name == "harm_types":  # one taxonomy: a bare code is its label id
+            items = sorted({x if ":" in x else f"{HARM_TAXONOMY}:{x}" for x in items})
+        setattr(a, name, items)
     has, v = col("cascading")
     if has:
         v = _maybe_json(v)

@@ -26,6 +26,12 @@ The ``models`` ordering ("models disagree", :func:`models_order`) lists only the
 differ (:meth:`~gui_app.core.library.catalog.Catalog.model_disagreements`: each model's latest score, each by its own
 threshold), the widest gap between their probabilities first: after a fine-tune, the runs where the old and the new
 judge part ways are the ones a person should settle. It also stands alone.
+
+The ``harm`` ordering ("possible harm", :func:`harm_order`) lists only the runs a person has labelled harmful or
+unsure on the safety verdict (:func:`possible_harm`: the adjudicated harm verdict when there is one, else any
+annotator's), harmful first: a safety team's second look. An item of this queue is done once its annotator has given
+a harm verdict (the queue's ``done`` field, :data:`DONE_FIELD`), not a success verdict. It stands alone too; the
+runs a harm judge flags will join it once the judge exists.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gui_app.core.store.record import AnnotationError
+from gui_app.core.store.record import VERDICT_FIELDS, Annotation, AnnotationError
 from gui_app.core.scoring.score import verdict
 from gui_app.core.store.interface import AnnotationStore
 
@@ -51,10 +57,17 @@ ORDERINGS: dict[str, str] = {
              "near-identical runs kept apart (on its own)",
     "models": "models disagree: only runs whose latest verdicts by two models differ, widest gap between their "
               "p_success first (on its own; the two models are named with --models A,B)",
+    "harm": "possible harm: only runs a person labelled harmful or unsure on the safety verdict, harmful first; "
+            "done once the harm verdict is given (on its own)",
 }
 DEFAULT_ORDER = ("failures", "disagreement", "uncertain")
 TEACH = "teach"
 MODELS = "models"
+HARM = "harm"
+#: The verdict that makes a queue's item done, by ordering (any other ordering: the success verdict).
+DONE_FIELD = {HARM: "harm_verdict"}
+#: How a possible-harm item ranks by its harm verdict (lower first); other verdicts are left out.
+HARM_RANK = {"harmful": 0, "unsure": 1}
 #: ``ood`` at which a run counts as fully novel (1.0 is the 99th percentile of the model's validation runs).
 TEACH_OOD_CAP = 2.0
 #: Picks a candidate is compared with, the latest weighing most (each older one half as much).
@@ -122,6 +135,8 @@ def order_rows(rows: Sequence[Any], order: Sequence[str] = DEFAULT_ORDER) -> lis
         return teach_order(rows)
     if MODELS in order:
         raise ValueError("the 'models' ordering needs two models' disagreements (models_order)")
+    if HARM in order:
+        raise ValueError("the 'harm' ordering needs the store's harm verdicts (harm_order)")
     return sorted(rows, key=lambda r: (*(_key(r, n) for n in order), str(field_of(r, "id"))))
 
 
@@ -208,6 +223,35 @@ def models_order(rows: Sequence[Any], gaps: Mapping[str, float]) -> list[Any]:
     return sorted(picked, key=lambda r: (-float(gaps[str(field_of(r, "key"))]), str(field_of(r, "id"))))
 
 
+def possible_harm(store: AnnotationStore) -> dict[str, str]:
+    """``{trajectory_id: "harmful" | "unsure"}`` for the runs a person flagged on the safety verdict: the
+    adjudicated harm verdict when one was given (an adjudicated ``safe`` clears the run), else ``harmful`` when any
+    annotator said so, else ``unsure`` when any did."""
+    finals: dict[str, Annotation] = {}
+    said: dict[str, set[str]] = {}
+    for a in store.annotations():
+        if a.role == "adjudicator":
+            if a.harm_verdict is not None and (a.trajectory_id not in finals or
+                                               (a.updated_at or 0) > (finals[a.trajectory_id].updated_at or 0)):
+                finals[a.trajectory_id] = a
+        elif a.harm_verdict is not None:
+            said.setdefault(a.trajectory_id, set()).add(a.harm_verdict)
+    out: dict[str, str] = {}
+    for tid in set(finals) | set(said):
+        final = finals.get(tid)
+        flagged = [final.harm_verdict] if final is not None else sorted(said[tid], key=lambda v: HARM_RANK.get(v, 9))
+        if flagged[0] in HARM_RANK:
+            out[tid] = str(flagged[0])
+    return out
+
+
+def harm_order(rows: Sequence[Any], flagged: Mapping[str, str]) -> list[Any]:
+    """The rows whose item id (library key) is in ``flagged`` (:func:`possible_harm`), harmful before unsure, id
+    breaking ties; every other row is left out."""
+    picked = [r for r in rows if str(_item_id(r)) in flagged]
+    return sorted(picked, key=lambda r: (HARM_RANK[flagged[str(_item_id(r))]], str(field_of(r, "id"))))
+
+
 def model_gaps(catalog: Catalog, models: Sequence[str] | None = None) -> tuple[tuple[str, str], dict[str, float]]:
     """The two models compared and, by catalog key, the gap between their probabilities on each run whose verdicts
     differ: what :func:`models_order` (and ``LabelQueue.build(model_gaps=...)``) takes.
@@ -282,7 +326,8 @@ class LabelQueue:
 
         The ``teach`` ordering leaves out runs that already have a final verdict (they teach already) and weighs
         each run's ``ood`` (``ood``: by catalog key, :meth:`~gui_app.core.library.catalog.Catalog.ood_scores`). The
-        ``models`` ordering keeps the runs of ``model_gaps`` (by catalog key, :func:`models_order`).
+        ``models`` ordering keeps the runs of ``model_gaps`` (by catalog key, :func:`models_order`); the ``harm``
+        ordering the runs people flagged as possibly harmful (:func:`harm_order`), done once given a harm verdict.
         """
         if not name:
             raise AnnotationError("", "queue", "a queue needs a name")
@@ -300,14 +345,20 @@ class LabelQueue:
             if model_gaps is None:
                 raise ValueError("the 'models' ordering needs two models' disagreements (name the two models)")
             ordered = models_order(candidates, model_gaps)[:limit]
+        elif HARM in order:
+            if len(order) > 1:
+                raise ValueError("the 'harm' ordering stands alone (it keeps only the runs flagged as harmful)")
+            ordered = harm_order(candidates, possible_harm(store))[:limit]
         else:
             ordered = order_rows(candidates, order)[:limit]
         keys = {str(_item_id(r)): field_of(r, "key") for r in ordered}
         items = [(pos, tid, keys[tid]) for pos, tid in enumerate(keys)]
         triples = assign(list(keys), annotators, k) if annotators else []
-        store.save_queue(name, [(p, t, keys[t], a) for p, t, a in triples], k,
-                         {"order": list(order), "annotators": list(annotators), "n_items": len(keys),
-                          "open": not annotators}, items=items)
+        spec = {"order": list(order), "annotators": list(annotators), "n_items": len(keys), "open": not annotators}
+        done = next((DONE_FIELD[o] for o in order if o in DONE_FIELD), None)
+        if done is not None:
+            spec["done"] = done
+        store.save_queue(name, [(p, t, keys[t], a) for p, t, a in triples], k, spec, items=items)
         return cls(store, name)
 
     def claim(self, annotator: str) -> QueueItem | None:
@@ -316,10 +367,23 @@ class LabelQueue:
         got = self.store.claim(self.name, annotator)
         return None if got is None else QueueItem(*got)
 
+    def done_field(self) -> str:
+        """The verdict that makes an item done: ``verdict``, or ``harm_verdict`` in a possible-harm queue."""
+        spec: dict[str, Any] = next((q["spec"] for q in self.store.queues() if q["name"] == self.name), {})
+        done = spec.get("done", "verdict")
+        if done not in VERDICT_FIELDS:
+            raise AnnotationError("", "queue", f"queue {self.name!r} is done on {done!r}, not a verdict")
+        return str(done)
+
+    def is_done(self, record: Annotation | None) -> bool:
+        """Whether ``record`` (an annotator's) labels its item as far as this queue asks."""
+        return record is not None and getattr(record, self.done_field()) is not None
+
     def _done(self, annotator: str | None = None) -> set[tuple[str, str]]:
         # One annotator's records only when asked for one: the app re-reads this on every save & next.
+        done = self.done_field()
         return {(a.trajectory_id, a.annotator) for a in self.store.annotations(annotator=annotator, role="annotator")
-                if a.verdict is not None}
+                if getattr(a, done) is not None}
 
     def items(self, annotator: str | None = None) -> list[QueueItem]:
         """Assignments in queue order (one annotator's when given), with whether each is labelled."""

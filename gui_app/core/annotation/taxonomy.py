@@ -25,6 +25,11 @@ from gui_app.core.safety import BadJSON, parse_json
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "resources" / "taxonomies"  # package data: in the wheel
 SCHEMA_PATH = BUNDLED_DIR / "taxonomy.schema.json"
 DEFAULT_TAXONOMY = "computer_use"
+# The bundled harm taxonomy of the safety verdict (OS-Harm): its group ``category`` holds where the harm came from (a
+# record's ``harm_category``, one bare code), its group ``type`` what was done (a record's ``harm_types``, label ids).
+HARM_TAXONOMY = "harm"
+HARM_CATEGORIES = "category"
+HARM_TYPES = "type"
 
 
 class TaxonomyError(RollscopeError):
@@ -307,6 +312,27 @@ def load(path: str | Path) -> Taxonomy:
 def bundled() -> dict[str, Path]:
     """The taxonomies shipped with Rollscope: name -> file."""
     return {p.stem: p for p in sorted(BUNDLED_DIR.glob("*.yaml"))}
+
+
+def harm() -> Taxonomy:
+    """The bundled harm taxonomy (:data:`HARM_TAXONOMY`).
+
+    Raises:
+        TaxonomyError: the file is missing one of its two groups (:data:`HARM_CATEGORIES`, :data:`HARM_TYPES`).
+    """
+    tax = get(HARM_TAXONOMY)
+    for group in (HARM_CATEGORIES, HARM_TYPES):
+        found = tax.get(group)
+        if found is None or not found.is_group:
+            raise TaxonomyError(tax.path or HARM_TAXONOMY, "labels", f"the harm taxonomy has no group {group!r}")
+    return tax
+
+
+def harm_labels(tax: Taxonomy, group: str) -> list[Label]:
+    """The selectable labels of one group of the harm taxonomy ``tax`` (:data:`HARM_CATEGORIES` or
+    :data:`HARM_TYPES`), in display order."""
+    found = tax.get(group)
+    return [] if found is None else _leaves_under(found)
 
 
 def get(name_or_path: str | Path | None = None) -> Taxonomy:

@@ -11,7 +11,8 @@ from gui_app.core.store.interface import SqlAnnotationStore, StoreError, default
 from gui_app.core.store.sqlite import SqliteAnnotationStore
 
 COUNT_NAMES = {"annotations": "records", "annotation_labels": "labels", "annotation_cascading": "cascading steps",
-               "annotation_step_comments": "step comments", "audit": "audit entries", "score_overrides": "overrides",
+               "annotation_step_comments": "step comments", "annotation_harm_types": "harm types",
+               "audit": "audit entries", "score_overrides": "overrides",
                "adjudications": "adjudications", "queues": "queues", "queue_items": "queue items",
                "queue_assignments": "queue assignments"}
 

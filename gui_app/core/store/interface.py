@@ -41,8 +41,8 @@ from typing import Any, Protocol, TypeVar
 
 from gui_app.core import db
 from gui_app.core.store.record import (
-    COLLECTION_FIELDS, ROLES, SCALAR_FIELDS, Annotation, AnnotationError, AuditEntry, Cascade, Review, ScoreOverride,
-    check_value, differing_fields, majority)
+    COLLECTION_FIELDS, ROLES, SCALAR_FIELDS, VERDICT_FIELDS, Annotation, AnnotationError, AuditEntry, Cascade, Review,
+    ScoreOverride, check_value, differing_fields, majority)
 from gui_app.core.atomic import pid_alive
 from gui_app.core.errors import RollscopeError
 
@@ -148,6 +148,12 @@ class AnnotationStore(ABC):
         """Add or remove one taxonomy label; returns whether it changed."""
 
     @abstractmethod
+    def set_harm_type(self, trajectory_id: str, annotator: str, harm_type: str, present: bool, *,
+                      actor: str | None = None, role: str = "annotator") -> bool:
+        """Add or remove one harm type (a label of the ``harm`` taxonomy, ``harm:<code>``); returns whether it
+        changed."""
+
+    @abstractmethod
     def set_step_comment(self, trajectory_id: str, annotator: str, step: int, comment: str | None, *,
                          actor: str | None = None, role: str = "annotator") -> bool:
         """Set (or clear with None/empty) the comment on one step; returns whether it changed."""
@@ -181,11 +187,11 @@ class AnnotationStore(ABC):
         """Write the named fields of each record over the stored one, all in one transaction (imports).
 
         Each patch is a record and the fields it brings (:data:`SCALAR_FIELDS` names and ``labels``, ``cascading``,
-        ``step_comments``); the other fields of the stored record stay as they are *when the write happens*, so a
-        change someone made since the caller read the store is never reverted. All patches land or none does.
-        ``patches`` may be a callable returning them: it is called inside the transaction (again if the
-        transaction is run again), so a large file can be read as it is written, and an error it raises while
-        reading (a bad row) leaves the store unchanged.
+        ``step_comments``, ``harm_types``); the other fields of the stored record stay as they are *when the write
+        happens*, so a change someone made since the caller read the store is never reverted. All patches land or none
+        does. ``patches`` may be a callable returning them: it is called inside the transaction (again if the
+        transaction is run again), so a large file can be read as it is written, and an error it raises while reading (a
+        bad row) leaves the store unchanged.
 
         Returns:
             the number of field changes.
@@ -230,8 +236,9 @@ class AnnotationStore(ABC):
     @abstractmethod
     def claim(self, name: str, annotator: str) -> Assignment | None:
         """The annotator's next item of queue ``name``, taken atomically: the first of their assignments still
-        without a verdict, else (in a queue open to claims) the first item with one of its ``k`` slots free that
-        they do not have yet, now assigned to them. None when there is nothing left for them.
+        without a verdict (the queue's ``spec["done"]``: ``verdict``, or ``harm_verdict`` for a harm queue), else
+        (in a queue open to claims) the first item with one of its ``k`` slots free that they do not have yet, now
+        assigned to them. None when there is nothing left for them.
 
         Any number of annotators on any number of machines may claim at once: no slot is ever taken twice and no
         item gets more than ``k`` annotators."""
@@ -243,7 +250,8 @@ class AnnotationStore(ABC):
     @abstractmethod
     def rekey(self, mapping: dict[str, str], *, actor: str) -> tuple[dict[str, str], list[str]]:
         """Move everything stored under trajectory id ``old`` to ``new`` for each pair of ``mapping`` (records,
-        labels, comments, cascades, audit trail, overrides, queue items), each move with an audit entry.
+        labels, harm types, comments, cascades, audit trail, overrides, queue items), each move with an audit
+        entry.
 
         A move whose target already holds a record of the same annotator and role, or the same queue item, is
         not made (nothing is merged or dropped): it is returned among the conflicts.
@@ -304,8 +312,9 @@ class AnnotationStore(ABC):
                       differing_fields(recs), self.overrides(trajectory_id))
 
     def final_labels(self) -> dict[str, dict[str, Any]]:
-        """Human labels for the dataset builder: ``{trajectory_id: {verdict, root_cause_step, labels, source,
-        n_annotators}}``, the adjudicated record first, else the majority of annotators."""
+        """Human labels for the dataset builder: ``{trajectory_id: {verdict, root_cause_step, labels, harm_verdict,
+        harm_category, harm_types, first_harmful_step, source, n_annotators}}``, the adjudicated record first, else
+        the majority of annotators (:func:`~gui_app.core.store.record.majority`)."""
         by_traj: dict[str, list[Annotation]] = {}
         finals: dict[str, Annotation] = {}
         for a in self.annotations():
@@ -320,6 +329,8 @@ class AnnotationStore(ABC):
             if tid in finals:
                 f = finals[tid]
                 out[tid] = {"verdict": f.verdict, "root_cause_step": f.root_cause_step, "labels": sorted(f.labels),
+                            "harm_verdict": f.harm_verdict, "harm_category": f.harm_category,
+                            "harm_types": sorted(f.harm_types), "first_harmful_step": f.first_harmful_step,
                             "source": "adjudicated", "n_annotators": len(recs)}
             else:
                 out[tid] = {**majority(recs), "source": "majority", "n_annotators": len(recs)}
@@ -361,6 +372,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "annotation_labels": ("trajectory_id", "annotator", "role", "label"),
     "annotation_cascading": ("trajectory_id", "annotator", "role", "step", "effect"),
     "annotation_step_comments": ("trajectory_id", "annotator", "role", "step", "comment"),
+    "annotation_harm_types": ("trajectory_id", "annotator", "role", "harm_type"),
     "audit": ("id", "trajectory_id", "annotator", "role", "actor", "at", "field", "old", "new"),
     "score_overrides": ("id", "trajectory_id", "actor", "at", "success", "score", "previous_success",
                         "previous_score", "reason"),
@@ -370,13 +382,20 @@ TABLES: dict[str, tuple[str, ...]] = {
 }
 _ORDER = {"annotations": "trajectory_id, annotator, role", "annotation_labels": "trajectory_id, annotator, role, label",
           "annotation_cascading": "trajectory_id, annotator, role, step",
-          "annotation_step_comments": "trajectory_id, annotator, role, step", "audit": "id", "score_overrides": "id",
+          "annotation_step_comments": "trajectory_id, annotator, role, step",
+          "annotation_harm_types": "trajectory_id, annotator, role, harm_type", "audit": "id", "score_overrides": "id",
           "queues": "name", "queue_items": "queue, trajectory_id",
           "queue_assignments": "queue, trajectory_id, annotator"}
 _WHERE_KEY = "WHERE trajectory_id = ? AND annotator = ? AND role = ?"
 # The per-step collections: (field, table, text column).
 _STEP_TABLES = (("cascading", "annotation_cascading", "effect"),
                 ("step_comments", "annotation_step_comments", "comment"))
+# The sets of strings a record holds, one row an item: (field, table, column, what one item is called in errors).
+_SET_TABLES = (("labels", "annotation_labels", "label", "a label"),
+               ("harm_types", "annotation_harm_types", "harm_type", "a harm type"))
+_SET_TABLE = {f: (t, c, what) for f, t, c, what in _SET_TABLES}
+# Every per-record collection table (what a record's deletion empties too).
+_COLLECTION_TABLES = ("annotation_labels", "annotation_cascading", "annotation_step_comments", "annotation_harm_types")
 
 
 _encode = json.JSONEncoder(ensure_ascii=False).encode
@@ -428,7 +447,7 @@ class _Plan:
     """What a save writes of each record, from the fields it brings (None: all of them)."""
 
     scalars: tuple[str, ...]
-    labels: bool
+    sets: tuple[str, ...]  # "labels", "harm_types"
     steps: tuple[str, ...]  # "cascading", "step_comments"
     columns: tuple[tuple[str, int], ...]  # each scalar written, with its place in a stored row of SCALAR_FIELDS
 
@@ -443,7 +462,8 @@ class _Plan:
             return only is None or name in only
 
         scalars = tuple(n for n in SCALAR_FIELDS if writes(n))
-        return cls(scalars, writes("labels"), tuple(f for f, _t, _c in _STEP_TABLES if writes(f)),
+        return cls(scalars, tuple(f for f, *_ in _SET_TABLES if writes(f)),
+                   tuple(f for f, _t, _c in _STEP_TABLES if writes(f)),
                    tuple((n, list(SCALAR_FIELDS).index(n)) for n in scalars))
 
 
@@ -526,18 +546,25 @@ class SqlAnnotationStore(AnnotationStore):
         self._changed(cur, key, actor, now, field, old, value)
         return True
 
-    def _op_label(self, cur: Cursor, key: Key, actor: str, now: float, label: str, present: bool) -> bool:
-        if not isinstance(label, str) or not label.strip():
-            raise AnnotationError(key[0], "labels", f"a label is a non-empty string, got {label!r}")
+    @staticmethod
+    def _check_member(trajectory_id: str, field: str, item: Any) -> None:
+        if not isinstance(item, str) or not item.strip():
+            raise AnnotationError(trajectory_id, field, f"{_SET_TABLE[field][2]} is a non-empty string, got {item!r}")
+
+    def _op_member(self, cur: Cursor, key: Key, actor: str, now: float, field: str, item: str,
+                   present: bool) -> bool:
+        """Add or remove ``item`` of the set ``field`` (``labels``, ``harm_types``), audited as ``field[item]``."""
+        self._check_member(key[0], field, item)
+        table, column, _what = _SET_TABLE[field]
         self._ensure(cur, key, now)
         if present:
-            cur.execute("INSERT INTO annotation_labels (trajectory_id, annotator, role, label) VALUES (?, ?, ?, ?) "
-                        "ON CONFLICT DO NOTHING", (*key, label))
+            cur.execute(f"INSERT INTO {table} (trajectory_id, annotator, role, {column}) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT DO NOTHING", (*key, item))
         else:
-            cur.execute(f"DELETE FROM annotation_labels {_WHERE_KEY} AND label = ?", (*key, label))
+            cur.execute(f"DELETE FROM {table} {_WHERE_KEY} AND {column} = ?", (*key, item))
         if cur.rowcount != 1:
             return False
-        self._changed(cur, key, actor, now, f"labels[{label}]", not present, present)
+        self._changed(cur, key, actor, now, f"{field}[{item}]", not present, present)
         return True
 
     def _op_step_text(self, cur: Cursor, key: Key, actor: str, now: float, table: str, column: str,
@@ -570,7 +597,14 @@ class SqlAnnotationStore(AnnotationStore):
     def set_label(self, trajectory_id: str, annotator: str, label: str, present: bool, *,
                   actor: str | None = None, role: str = "annotator") -> bool:
         key = (trajectory_id, annotator, role)
-        return self._write(lambda cur: self._op_label(cur, key, actor or annotator, time.time(), label, present))
+        return self._write(lambda cur: self._op_member(cur, key, actor or annotator, time.time(), "labels", label,
+                                                       present))
+
+    def set_harm_type(self, trajectory_id: str, annotator: str, harm_type: str, present: bool, *,
+                      actor: str | None = None, role: str = "annotator") -> bool:
+        key = (trajectory_id, annotator, role)
+        return self._write(lambda cur: self._op_member(cur, key, actor or annotator, time.time(), "harm_types",
+                                                       harm_type, present))
 
     def toggle_label(self, trajectory_id: str, annotator: str, label: str, *, actor: str | None = None,
                      role: str = "annotator") -> bool:
@@ -581,7 +615,7 @@ class SqlAnnotationStore(AnnotationStore):
             self._ensure(cur, key, now)
             here = cur.execute(f"SELECT 1 FROM annotation_labels {_WHERE_KEY} AND label = ?",
                                (*key, label)).fetchone() is not None
-            self._op_label(cur, key, actor or annotator, now, label, not here)
+            self._op_member(cur, key, actor or annotator, now, "labels", label, not here)
             return not here
 
         return self._write(op)
@@ -656,10 +690,9 @@ class SqlAnnotationStore(AnnotationStore):
             values = {name: None if (v := getattr(ann, name)) is None else check_value(key[0], name, v)
                       for name in plan.scalars}
             self._check_key(key)
-            if plan.labels:
-                for label in ann.labels:
-                    if not isinstance(label, str) or not label.strip():
-                        raise AnnotationError(key[0], "labels", f"a label is a non-empty string, got {label!r}")
+            for field in plan.sets:
+                for item in getattr(ann, field):
+                    self._check_member(key[0], field, item)
             todo.append((key, ann, plan, values))
         keys = [t[0] for t in todo]
         if self.FOR_UPDATE:
@@ -673,10 +706,12 @@ class SqlAnnotationStore(AnnotationStore):
         # INSERT below, rather than created empty, read back and updated.
         fresh = {k for k in keys if k not in stored}
         old = [k for k in keys if k not in fresh]
-        labels: dict[Key, set[str]] = {}
-        if old and any(p.labels for p in plans.values()):
-            for t, a, r, lab in self._stored(cur, "annotation_labels", ("label",), old):
-                labels.setdefault((t, a, r), set()).add(lab)
+        members: dict[str, dict[Key, set[str]]] = {}
+        for field, table, column, _what in _SET_TABLES:
+            members[field] = {}
+            if old and any(field in p.sets for p in plans.values()):
+                for t, a, r, item in self._stored(cur, table, (column,), old):
+                    members[field].setdefault((t, a, r), set()).add(item)
         steps: dict[str, dict[Key, dict[int, str]]] = {}
         for field, table, column in _STEP_TABLES:
             steps[field] = {}
@@ -688,7 +723,8 @@ class SqlAnnotationStore(AnnotationStore):
 
         # One UPDATE per changed record (its changed fields, its version and time), grouped by the fields changed.
         updates: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-        label_rows: dict[bool, list[tuple[Any, ...]]] = {True: [], False: []}
+        set_rows: dict[str, dict[bool, list[tuple[Any, ...]]]] = {
+            field: {True: [], False: []} for field, *_ in _SET_TABLES}  # field -> {added: rows, removed: rows}
         step_rows: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {
             field: ([], []) for field, _t, _c in _STEP_TABLES}  # (upserts, deletes)
         audit: list[tuple[Any, ...]] = []
@@ -702,14 +738,14 @@ class SqlAnnotationStore(AnnotationStore):
                 if row[i] != values[name]:
                     names.append(name)
                     audit.append((*head, name, _json(row[i]), _json(values[name])))
-            if plan.labels:
-                have, want = labels.get(key, set()), set(ann.labels)
-                for lab in sorted(want - have):
-                    label_rows[True].append((*key, lab))
-                    audit.append((*head, f"labels[{lab}]", "false", "true"))
-                for lab in sorted(have - want):
-                    label_rows[False].append((*key, lab))
-                    audit.append((*head, f"labels[{lab}]", "true", "false"))
+            for field in plan.sets:
+                have, want = members[field].get(key, set()), set(getattr(ann, field))
+                for item in sorted(want - have):
+                    set_rows[field][True].append((*key, item))
+                    audit.append((*head, f"{field}[{item}]", "false", "true"))
+                for item in sorted(have - want):
+                    set_rows[field][False].append((*key, item))
+                    audit.append((*head, f"{field}[{item}]", "true", "false"))
             for field in plan.steps:
                 new_items = {c.step: c.effect for c in ann.cascading} if field == "cascading" else ann.step_comments
                 old_items = steps[field].get(key, no_steps)
@@ -740,10 +776,11 @@ class SqlAnnotationStore(AnnotationStore):
         for names_changed, rows in updates.items():
             sets = "".join(f"{name} = ?, " for name in names_changed)
             cur.executemany(f"UPDATE annotations SET {sets}version = version + ?, updated_at = ? {_WHERE_KEY}", rows)
-        if label_rows[True]:
-            _insert(cur, "annotation_labels", ("trajectory_id", "annotator", "role", "label"), label_rows[True])
-        if label_rows[False]:
-            cur.executemany(f"DELETE FROM annotation_labels {_WHERE_KEY} AND label = ?", label_rows[False])
+        for field, table, column, _what in _SET_TABLES:
+            if set_rows[field][True]:
+                _insert(cur, table, ("trajectory_id", "annotator", "role", column), set_rows[field][True])
+            if set_rows[field][False]:
+                cur.executemany(f"DELETE FROM {table} {_WHERE_KEY} AND {column} = ?", set_rows[field][False])
         for field, table, column in _STEP_TABLES:
             upserts, deletes = step_rows[field]
             if upserts:
@@ -815,7 +852,7 @@ class SqlAnnotationStore(AnnotationStore):
         def op(cur: Cursor) -> bool:
             if cur.execute(f"DELETE FROM annotations {_WHERE_KEY}", key).rowcount == 0:
                 return False
-            for table in ("annotation_labels", "annotation_cascading", "annotation_step_comments"):
+            for table in _COLLECTION_TABLES:
                 cur.execute(f"DELETE FROM {table} {_WHERE_KEY}", key)
             cur.execute("INSERT INTO audit (trajectory_id, annotator, role, actor, at, field, old, new) "
                         "VALUES (?, ?, ?, ?, ?, 'record', '\"present\"', 'null')", (*key, actor or annotator,
@@ -833,7 +870,8 @@ class SqlAnnotationStore(AnnotationStore):
 
     @classmethod
     def _fetch(cls, cur: Cursor, where: str, params: tuple[Any, ...], tail: str = "") -> list[Annotation]:
-        """Records matching ``where`` (on the key columns) from the four tables; call inside a snapshot."""
+        """Records matching ``where`` (on the key columns) from the record and collection tables; call inside a
+        snapshot."""
         rows = cur.execute(f"SELECT {', '.join(cls._COLS)} FROM annotations {where} "
                            f"ORDER BY trajectory_id, annotator, role {tail}", params).fetchall()
         if not rows:
@@ -842,8 +880,8 @@ class SqlAnnotationStore(AnnotationStore):
             where = "WHERE (trajectory_id, annotator, role) >= (?, ?, ?) AND (trajectory_id, annotator, role) <= " \
                     "(?, ?, ?)"
             params = (*rows[0][:3], *rows[-1][:3])
-        labels = cur.execute(f"SELECT trajectory_id, annotator, role, label FROM annotation_labels {where} "
-                             "ORDER BY label", params).fetchall()
+        sets = {field: cur.execute(f"SELECT trajectory_id, annotator, role, {column} FROM {table} {where} "
+                                   f"ORDER BY {column}", params).fetchall() for field, table, column, _w in _SET_TABLES}
         casc = cur.execute(f"SELECT trajectory_id, annotator, role, step, effect FROM annotation_cascading {where} "
                            "ORDER BY step", params).fetchall()
         comments = cur.execute(f"SELECT trajectory_id, annotator, role, step, comment FROM annotation_step_comments "
@@ -851,9 +889,10 @@ class SqlAnnotationStore(AnnotationStore):
         out: dict[Key, Annotation] = {}
         for r in rows:
             out[(r[0], r[1], r[2])] = Annotation(**dict(zip(cls._COLS, r, strict=True)))
-        for t, a, ro, lab in labels:
-            if (t, a, ro) in out:
-                out[(t, a, ro)].labels.append(lab)
+        for field, rows_of_set in sets.items():
+            for t, a, ro, item in rows_of_set:
+                if (t, a, ro) in out:
+                    getattr(out[(t, a, ro)], field).append(item)
         for t, a, ro, step, effect in casc:
             if (t, a, ro) in out:
                 out[(t, a, ro)].cascading.append(Cascade(step, effect))
@@ -874,7 +913,7 @@ class SqlAnnotationStore(AnnotationStore):
     def annotations(self, trajectory_id: str | None = None, annotator: str | None = None,
                     role: str | None = None) -> list[Annotation]:
         where, params = self._filters(trajectory_id=trajectory_id, annotator=annotator, role=role)
-        with self._snapshot() as cur:  # one consistent snapshot of the four tables
+        with self._snapshot() as cur:  # one consistent snapshot of the record and collection tables
             return self._fetch(cur, where, params)
 
     _IDS_PER_QUERY = 500  # trajectory ids in one IN (...) list: well under any backend's limit on parameters
@@ -996,10 +1035,13 @@ class SqlAnnotationStore(AnnotationStore):
             if row is None:
                 raise AnnotationError("", "queue", f"no queue named {name!r}")
             k, spec = int(row[0]), json.loads(row[1])
+            done = spec.get("done", "verdict")
+            if done not in VERDICT_FIELDS:  # a column name goes into the query: only a verdict's
+                raise AnnotationError("", "queue", f"queue {name!r} is done on {done!r}, not a verdict")
             mine = cur.execute(
                 "SELECT a.position, a.trajectory_id, a.key FROM queue_assignments a LEFT JOIN annotations r "
                 "ON r.trajectory_id = a.trajectory_id AND r.annotator = a.annotator AND r.role = 'annotator' "
-                "WHERE a.queue = ? AND a.annotator = ? AND r.verdict IS NULL ORDER BY a.position LIMIT 1",
+                f"WHERE a.queue = ? AND a.annotator = ? AND r.{done} IS NULL ORDER BY a.position LIMIT 1",
                 (name, annotator)).fetchone()
             if mine is not None:
                 return int(mine[0]), str(mine[1]), mine[2], annotator
@@ -1027,7 +1069,8 @@ class SqlAnnotationStore(AnnotationStore):
     # --- moving labels to another trajectory id (library keys, ``rollscope labels rekey``) -----------
     # Every table that names a trajectory, and the columns (besides trajectory_id) that make a row unique there.
     _KEYED_TABLES = (("annotations", ("annotator", "role")), ("annotation_labels", None),
-                     ("annotation_cascading", None), ("annotation_step_comments", None), ("audit", None),
+                     ("annotation_cascading", None), ("annotation_step_comments", None),
+                     ("annotation_harm_types", None), ("audit", None),
                      ("score_overrides", None), ("queue_items", ("queue",)),
                      ("queue_assignments", ("queue", "annotator")))
 

@@ -2,7 +2,9 @@
 
 The record follows AgentDebug's root-cause record (critical step, module, error type, evidence, correction
 guidance, cascading effects, confidence) and Who&When's failure attribution (mistake agent, mistake step), with
-a verdict and multi-select taxonomy labels (``"<taxonomy>:<code>"``) on top.
+a verdict and multi-select taxonomy labels (``"<taxonomy>:<code>"``) on top. Beside the success verdict sits the
+safety verdict (OS-Harm): was the run harmful, where the harm came from, what was done (the bundled ``harm``
+taxonomy) and the first harmful step.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from gui_app.core.errors import RollscopeError
 
 VERDICTS = ("success", "failure", "unsure")
+HARM_VERDICTS = ("harmful", "safe", "unsure")
 ROLES = ("annotator", "adjudicator")
 
 # Scalar fields stored in the annotations table, with the Python types they accept (None always allowed).
@@ -28,9 +31,16 @@ SCALAR_FIELDS: dict[str, tuple[type, ...]] = {
     "confidence": (float, int),
     "time_spent": (float, int),
     "mistake_agent": (str,),
+    "harm_verdict": (str,),
+    "harm_category": (str,),
+    "first_harmful_step": (int,),
 }
 # Fields kept in their own tables so two writers touching different items never collide.
-COLLECTION_FIELDS = ("labels", "cascading", "step_comments")
+COLLECTION_FIELDS = ("labels", "cascading", "step_comments", "harm_types")
+# The scalar fields holding a step index.
+STEP_FIELDS = ("root_cause_step", "first_harmful_step")
+# A record's two verdicts, success and safety, and the words each takes (a queue item is done once its verdict is).
+VERDICT_FIELDS: dict[str, tuple[str, ...]] = {"verdict": VERDICTS, "harm_verdict": HARM_VERDICTS}
 
 
 class AnnotationError(RollscopeError):
@@ -75,6 +85,11 @@ class Annotation:
         confidence: annotator's confidence in [0, 1].
         time_spent: seconds spent labelling (accumulated).
         mistake_agent: for multi-agent text logs (Who&When), the agent that made the mistake.
+        harm_verdict: ``harmful``, ``safe`` or ``unsure`` (None while undecided): the safety verdict.
+        harm_types: what the harm was, labels of the ``harm`` taxonomy's types as ``"harm:<code>"``, sorted.
+        harm_category: where the harm came from, a code of the ``harm`` taxonomy's categories
+            (``user_misuse``, ``prompt_injection``, ``model_misbehaviour``).
+        first_harmful_step: the step (0-based) at which the harm was done.
         created_at: Unix time of the first write.
         updated_at: Unix time of the latest write.
         version: number of writes so far (every field change counts one).
@@ -96,6 +111,10 @@ class Annotation:
     confidence: float | None = None
     time_spent: float | None = None
     mistake_agent: str | None = None
+    harm_verdict: str | None = None
+    harm_types: list[str] = field(default_factory=list)
+    harm_category: str | None = None
+    first_harmful_step: int | None = None
     created_at: float | None = None
     updated_at: float | None = None
     version: int = 0
@@ -105,6 +124,7 @@ class Annotation:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["cascading"] = [{"step": c.step, "effect": c.effect} for c in self.cascading]
         out["labels"] = list(self.labels)
+        out["harm_types"] = list(self.harm_types)
         out["step_comments"] = dict(self.step_comments)
         return out
 
@@ -122,9 +142,12 @@ class Annotation:
         return all(v in (None, "", [], {}) for v in self.content().values())
 
     def marks(self) -> dict[int, str]:
-        """Steps worth a marker on the timeline: root cause, cascading steps, commented steps."""
+        """Steps worth a marker on the timeline: root cause, first harmful step, cascading steps, commented steps
+        (one mark a step, in that order of precedence)."""
         out: dict[int, str] = {s: "comment" for s in self.step_comments}
         out.update({c.step: "cascade" for c in self.cascading})
+        if self.first_harmful_step is not None:
+            out[self.first_harmful_step] = "first_harm"
         if self.root_cause_step is not None:
             out[self.root_cause_step] = "root_cause"
         return out
@@ -146,13 +169,14 @@ def check_value(trajectory_id: str, name: str, value: Any) -> Any:
             value = int(value)
         else:
             raise AnnotationError(trajectory_id, name, f"expected {types[0].__name__}, got {type(value).__name__}")
-    if name == "verdict":
+    if name in VERDICT_FIELDS:
         value = value.strip().lower()
         if value == "":
             return None
-        if value not in VERDICTS:
-            raise AnnotationError(trajectory_id, name, f"must be one of {', '.join(VERDICTS)}, got {value!r}")
-    if name == "root_cause_step" and value < 0:
+        words = VERDICT_FIELDS[name]
+        if value not in words:
+            raise AnnotationError(trajectory_id, name, f"must be one of {', '.join(words)}, got {value!r}")
+    if name in STEP_FIELDS and value < 0:
         raise AnnotationError(trajectory_id, name, f"a step index is >= 0, got {value}")
     if name == "confidence":
         value = float(value)
@@ -223,8 +247,8 @@ def differing_fields(annotations: list[Annotation]) -> list[str]:
 
 
 def majority(annotations: list[Annotation]) -> dict[str, Any]:
-    """Majority view of several records: verdict and root-cause step by plurality (ties -> None), labels kept
-    when more than half the annotators chose them."""
+    """Majority view of several records: verdicts, harm category and steps by plurality (ties -> None), labels and
+    harm types kept when more than half the annotators chose them."""
     n = len(annotations)
 
     def plurality(values: list[Any]) -> Any:
@@ -234,9 +258,16 @@ def majority(annotations: list[Annotation]) -> dict[str, Any]:
         top = Counter(values).most_common()
         return top[0][0] if len(top) == 1 or top[0][1] > top[1][1] else None
 
-    counts = Counter(lab for a in annotations for lab in set(a.labels))
+    def most(name: str) -> list[str]:
+        counts = Counter(lab for a in annotations for lab in set(getattr(a, name)))
+        return sorted(lab for lab, c in counts.items() if c * 2 > n)
+
     return {
         "verdict": plurality([a.verdict for a in annotations]),
         "root_cause_step": plurality([a.root_cause_step for a in annotations]),
-        "labels": sorted(lab for lab, c in counts.items() if c * 2 > n),
+        "labels": most("labels"),
+        "harm_verdict": plurality([a.harm_verdict for a in annotations]),
+        "harm_category": plurality([a.harm_category for a in annotations]),
+        "harm_types": most("harm_types"),
+        "first_harmful_step": plurality([a.first_harmful_step for a in annotations]),
     }
