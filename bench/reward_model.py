@@ -3,10 +3,11 @@
     python bench/reward_model.py [--quick] [--json] [--model DIR]
 
 Inputs are real recorded screens: a 16-step 320x420 run made of the bundled MiniWoB++ samples' step screenshots,
-and a 16-step 1280x720 run made of the bundled desktop samples' screenshots (each run reads one screen per step,
-as the model does). Each run is scored pruned and unpruned, several times; the medians are reported with the
-time per stage, the tokens kept, and the size of everything the model ships (network, pointer detector, reader).
-Default model: the shipped weights.
+and a 16-step 1280x720 run made of the bundled desktop samples' screenshots (each step a different screen: the
+worst case for pruning, which keeps what does not change), plus the bundled recorded runs as they are (consecutive
+screens of one run: ``real_*``). Each run is scored pruned and unpruned, side by side, several times; the medians
+are reported with the time per stage, the text crops read (``reads``), the tokens kept, and the size of
+everything the model ships (network, pointer detector, reader). Default model: the shipped weights.
 """
 
 from __future__ import annotations
@@ -35,14 +36,24 @@ def run_of(shots: list[Path], name: str, n: int = 16) -> Trajectory:
 def main() -> int:
     p = _common.parser(__doc__.splitlines()[0])
     p.add_argument("--model", default=None, help="weights folder (default: shipped weights)")
+    p.add_argument("--run", action="append", default=[],
+                   help="also time this run (any format Rollscope reads; repeatable), e.g. a long desktop recording")
     args = p.parse_args()
     reps = 3 if args.quick else 9
     model = RewardModel.load(Path(args.model) if args.model else WEIGHTS_DIR)
     fig = _common.Figures(args.json)
+    from gui_app.core.trajectory.formats import load
+
     runs = {
         "320x420": run_of(sorted(SAMPLES.glob("miniwob/*/frames/step_*.png")), "miniwob16"),
         "1280x720": run_of(sorted(SAMPLES.glob("desktop/**/frames/step_*.png")), "desktop16"),
+        "real_miniwob_email_inbox": load(SAMPLES / "miniwob" / "email-inbox-success"),
+        "real_desktop_files_rename": load(SAMPLES / "desktop" / "files_rename" / "files_rename-s900100"),
     }
+    for path in args.run:
+        t = load(path)
+        h = t.video.height if t.video else None
+        runs[f"run_{Path(path).name}_{t.n_steps}steps" + (f"_{h}p" if h else "")] = t
     for size, traj in runs.items():
         if not traj.steps or not Path(traj.steps[0].screenshot or "").is_file():
             continue
@@ -57,9 +68,11 @@ def main() -> int:
                 totals.append(time.perf_counter() - t0)
                 for k, v in last.timings.items():
                     stages.setdefault(k, []).append(v)
-            fig.add(f"e2e_ms_{tag}", statistics.median(totals) * 1000, "ms (16 steps, median)")
+            fig.add(f"e2e_ms_{tag}", statistics.median(totals) * 1000, f"ms ({traj.n_steps} steps, median)")
             for k, v in sorted(stages.items()):
                 fig.add(f"{k}_ms_{tag}", statistics.median(v) * 1000, "ms")
+            if last is not None and last.text_reads is not None:
+                fig.add(f"reads_{tag}", last.text_reads, f"text crops read ({traj.n_steps} steps)")
             if last is not None and last.tokens_total:
                 fig.add(f"tokens_kept_{tag}", last.tokens_kept / last.tokens_total * 100, "%")
     wdir = Path(args.model) if args.model else WEIGHTS_DIR

@@ -29,11 +29,11 @@ class ModelConfig:
         run_hidden: width of the MLP over the run's term coverage, whose logit joins the CLS logit.
     """
 
-    d_model: int = 96
-    n_layers: int = 3
+    d_model: int = 64
+    n_layers: int = 2
     n_heads: int = 4
     mlp_ratio: int = 3
-    dropout: float = 0.1
+    dropout: float = 0.25
     patch: int = 16
     max_frames: int = 50
     max_words: int = 40

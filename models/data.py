@@ -33,7 +33,9 @@ from gui_app.core.atomic import publish_file
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError
 from gui_app.core.trajectory.model import Trajectory
 from models.config import ModelConfig
+from models.evidence import RunEvidence
 from models.features import (FEATURE_VERSION, Example, first_error_frame, keyframe_steps, load_keyframes,
+                             perceive_run,
                              make_example)
 from models.perception import (PERCEPTION_VERSION, FramePercept, PerceptionConfig, Perceiver, ReadLine,
                                RunPercept)
@@ -42,7 +44,7 @@ from models.text import Box
 
 REQUIRED_COLUMNS = ("path", "id", "instruction", "success", "first_error_step", "split")
 PERCEPT_SUFFIX = ".npz"
-PERCEPT_FORMAT = 1  # of the cache file's JSON part; a file of another format is perceived again
+PERCEPT_FORMAT = 2  # of the cache file's JSON part; a file of another format is perceived again
 _PERCEPT_ARRAYS = {"masks": np.bool_, "visual": np.uint8, "visual_pos": np.int64, "visual_feat": np.float32}
 _MAX_PERCEPT_BYTES = 256 * 2**20  # a run's perception is a few hundred KB; more is not a cache file of ours
 
@@ -103,7 +105,8 @@ def perceive_trajectory(perceiver: Perceiver, traj: Trajectory) -> dict[str, Any
     """What the cache holds for one run: its perception, keyframe steps, where the frames came from, step count
     and instruction (:func:`record_for` turns it into features)."""
     kf = load_keyframes(traj, ModelConfig.max_frames)  # the recipe's keyframe limit (models.train keeps to it)
-    return {"percept": perceiver.perceive(kf.frames, kf.reference), "steps": kf.steps, "source": kf.source,
+    # guess: read at the guessed acting point too, so the cache serves the video-only example as well
+    return {"percept": perceive_run(perceiver, traj, kf, guess=True), "steps": kf.steps, "source": kf.source,
             "n_steps": traj.n_steps, "instruction": traj.instruction or ""}
 
 
@@ -113,17 +116,21 @@ def _frame_json(fp: FramePercept) -> dict[str, Any]:
             "pointer_found": bool(fp.pointer_found),
             "act": None if fp.act is None else [float(fp.act[0]), float(fp.act[1])], "act_source": fp.act_source,
             "change": float(fp.change), "n_lines": int(fp.n_lines),
+            "log_act": None if fp.log_act is None else [float(fp.log_act[0]), float(fp.log_act[1])],
             "lines": [[int(ln.box.x), int(ln.box.y), int(ln.box.w), int(ln.box.h), str(ln.text), float(ln.conf),
-                       bool(ln.acted), bool(ln.changed), float(ln.dist)] for ln in fp.lines]}
+                       bool(ln.acted), bool(ln.changed), float(ln.dist), int(ln.t_end), str(ln.by),
+                       bool(ln.first)] for ln in fp.lines]}
 
 
 def _frame_of(d: dict[str, Any]) -> FramePercept:
-    act = d["act"]
+    act, log_act = d["act"], d["log_act"]
     lines = [ReadLine(Box(int(x), int(y), int(w), int(h)), str(text), float(conf), bool(acted), bool(chg),
-                      float(dist)) for x, y, w, h, text, conf, acted, chg, dist in d["lines"]]
+                      float(dist), int(t_end), str(by), bool(first))
+             for x, y, w, h, text, conf, acted, chg, dist, t_end, by, first in d["lines"]]
     return FramePercept(int(d["height"]), int(d["width"]), PointerHit(*(float(v) for v in d["pointer"])),
                         bool(d["pointer_found"]), None if act is None else (float(act[0]), float(act[1])),
-                        str(d["act_source"]), float(d["change"]), int(d["n_lines"]), lines)
+                        str(d["act_source"]), float(d["change"]), int(d["n_lines"]), lines,
+                        None if log_act is None else (float(log_act[0]), float(log_act[1])))
 
 
 def save_percept(path: str | Path, payload: dict[str, Any]) -> None:
@@ -132,8 +139,8 @@ def save_percept(path: str | Path, payload: dict[str, Any]) -> None:
     percept: RunPercept = payload["percept"]
     meta = {"format": PERCEPT_FORMAT, "steps": [int(k) for k in payload["steps"]], "source": str(payload["source"]),
             "n_steps": int(payload["n_steps"]), "instruction": str(payload["instruction"]),
-            "timings": {str(k): float(v) for k, v in percept.timings.items()},
-            "frames": [_frame_json(fp) for fp in percept.frames]}
+            "timings": {str(k): float(v) for k, v in percept.timings.items()}, "reads": int(percept.reads),
+            "evidence": percept.evidence.to_json(), "frames": [_frame_json(fp) for fp in percept.frames]}
     arrays: dict[str, Any] = {name: np.ascontiguousarray(getattr(percept, name), dtype=dtype)
                               for name, dtype in _PERCEPT_ARRAYS.items()}
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
@@ -171,7 +178,7 @@ def read_percept(path: str | Path) -> dict[str, Any]:
                 raise ValueError(f"array {name} is {arrays[name].dtype}, not {np.dtype(dtype)}")
         frames = [_frame_of(d) for d in meta["frames"]]
         percept = RunPercept(frames=frames, timings={str(k): float(v) for k, v in meta["timings"].items()},
-                             **arrays)
+                             reads=int(meta["reads"]), evidence=RunEvidence.from_json(meta["evidence"]), **arrays)
         return {"percept": percept, "steps": [int(k) for k in meta["steps"]], "source": str(meta["source"]),
                 "n_steps": int(meta["n_steps"]), "instruction": str(meta["instruction"])}
     except (zipfile.BadZipFile, KeyError, TypeError, AttributeError, UnicodeDecodeError, EOFError) as exc:
@@ -227,8 +234,15 @@ class Record:
     first_frame: int  # keyframe of the first deviation, -1 when unknown or a success
 
 
-def record_for(row: dict[str, Any], payload: dict[str, Any]) -> Record:
-    """Features of one manifest row from its original's cached perception."""
+def video_only_row(row: dict[str, Any]) -> bool:
+    """Whether a training row is shown as a plain recording (one in four, fixed by its path): the judge learns
+    to do without the log, as it must on a screen recording alone."""
+    return hashlib.blake2b(str(row["path"]).encode(), digest_size=2).digest()[0] % 4 == 0
+
+
+def record_for(row: dict[str, Any], payload: dict[str, Any], use_log: bool = True) -> Record:
+    """Features of one manifest row from its original's cached perception (``use_log`` False: as a plain
+    recording, without its log's actions and claims)."""
     percept: RunPercept = payload["percept"]
     steps = payload["steps"]
     n_steps = int(row.get("n_steps") or 0)
@@ -237,7 +251,7 @@ def record_for(row: dict[str, Any], payload: dict[str, Any]) -> Record:
         if payload["n_steps"] > ModelConfig.max_frames:
             raise TrajectoryFormatError(row["path"], "n_steps", "truncation of a subsampled run")
         n_frames = len(keyframe_steps(n_steps, ModelConfig.max_frames))
-    ex = make_example(percept, row["instruction"], steps, n_frames)
+    ex = make_example(percept, row["instruction"], steps, n_frames, use_log=use_log)
     fes = row.get("first_error_step")
     success = bool(row["success"])
     ff = -1 if success else first_error_frame(ex.keyframe_steps, None if fes is None else int(fes))
@@ -245,8 +259,12 @@ def record_for(row: dict[str, Any], payload: dict[str, Any]) -> Record:
 
 
 def load_records(df: pl.DataFrame, cache_dir: str | Path, key: str,
-                 progress: Callable[[int, int], None] | None = None) -> tuple[list[Record], list[str]]:
-    """Records for every manifest row whose original was perceived; (records, skipped row errors)."""
+                 progress: Callable[[int, int], None] | None = None, mode: str = "mix"
+                 ) -> tuple[list[Record], list[str]]:
+    """Records for every manifest row whose original was perceived; (records, skipped row errors).
+
+    ``mode``: ``log`` (every run with its log's evidence), ``video`` (every run as a plain recording) or ``mix``
+    (one in four as a plain recording: :func:`video_only_row`)."""
     recs, errors = [], []
     payloads: dict[str, dict[str, Any]] = {}
     rows = df.to_dicts()
@@ -255,7 +273,8 @@ def load_records(df: pl.DataFrame, cache_dir: str | Path, key: str,
         try:
             if src not in payloads:
                 payloads[src] = load_percept(cache_dir, key, src)
-            recs.append(record_for(row, payloads[src]))
+            use_log = mode == "log" or (mode == "mix" and not video_only_row(row))
+            recs.append(record_for(row, payloads[src], use_log=use_log))
         except (OSError, RollscopeError, ValueError) as exc:
             errors.append(f"{row['path']}: {exc}")
         if progress:

@@ -140,8 +140,9 @@ def source_of_row(row: dict[str, Any]) -> str:
 
 def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterable[str] = ("test", "heldout_task"),
              limit: int | None = None, cache: str | Path | None = None,
-             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Score every example of ``splits`` and report (see the module docstring)."""
+             progress: Callable[[int, int], None] | None = None, use_log: bool = True) -> dict[str, Any]:
+    """Score every example of ``splits`` and report (see the module docstring); ``use_log`` False judges every
+    run as a plain recording (the video-only mode)."""
     splits = tuple(splits)
     df = read_manifest(ds)
     model = RewardModel.load(model_dir)
@@ -170,11 +171,11 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
             ex = None
             if key is not None:
                 try:
-                    ex = record_for(row, load_percept(cache or "", key, row["source_path"])).example
+                    ex = record_for(row, load_percept(cache or "", key, row["source_path"]), use_log=use_log).example
                 except (OSError, ValueError):  # not cached, or not a cache file of ours
                     misses += 1
             if ex is None:
-                ex = model.featurize(traj)
+                ex = model.featurize(traj, use_log=use_log)
             res = model.score_prepared([Prepared(ex, traj.n_steps, row["instruction"] or "")])[0]
             e2e = time.perf_counter() - t0
         except (RollscopeError, OSError, ValueError) as exc:
@@ -196,7 +197,8 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
         if progress is not None:
             progress(i + 1, len(todo))
     return _report(model, model_dir, rows, splits, errors, "kind",
-                   {"perception": "cached" if key is not None else "runtime", "cache_misses": misses})
+                   {"perception": "cached" if key is not None else "runtime", "cache_misses": misses,
+                    "evidence": "log" if use_log else "video"})
 
 
 def _report(model: RewardModel, model_dir: str | Path | None, rows: list[dict[str, Any]], splits: Iterable[str],
@@ -222,7 +224,7 @@ def _report(model: RewardModel, model_dir: str | Path | None, rows: list[dict[st
 
 
 def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                     progress: Callable[[int, int], None] | None = None, use_log: bool = True) -> dict[str, Any]:
     """Score every trajectory under ``roots``, in any format Rollscope reads, whose outcome is known.
 
     Users' own runs are the test that matters: an OSWorld result folder with ``result.txt``, an Inspect log with
@@ -250,7 +252,7 @@ def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None =
                 continue
             try:
                 t0 = time.perf_counter()
-                res = model.score(traj)
+                res = model.score(traj, use_log=use_log)
                 e2e = time.perf_counter() - t0
             except (RollscopeError, OSError, ValueError) as exc:
                 errors.append({"path": str(path), "error": str(exc)})
@@ -274,7 +276,7 @@ def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None =
         if progress is not None:
             progress(i + 1, len(units))
     return _report(model, model_dir, rows, dict.fromkeys(r for r, _, _ in units), errors, "unseen",
-                   {"no_outcome": no_outcome, "perception": "runtime"})
+                   {"no_outcome": no_outcome, "perception": "runtime", "evidence": "log" if use_log else "video"})
 
 
 ROWS = [("accuracy", "{:.1%}"), ("majority_accuracy", "{:.1%}"), ("balanced_accuracy", "{:.1%}"), ("auroc", "{:.3f}"),

@@ -24,19 +24,21 @@ from gui_app.core.errors import VideoError
 from gui_app.core.media.images import read_image
 from gui_app.core.trajectory.model import Trajectory
 from models import hashing
-from models.perception import FramePercept, RunPercept
+from models.evidence import HABITS, KINDS, RunEvidence, from_trajectory
+from models.perception import FramePercept, Perceiver, RunPercept
 from models.terms import TERM_KINDS, Match, instruction_overlap, instruction_terms, match
 
 #: Bump when the features change meaning (checked against the weights at load).
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 MAX_WORDS = 40
 MAX_LINES = 120
 IDS_PER_TEXT = 24
-TERM_FEATS = 18
-RUN_FEATS = 14
-LINE_FEATS = 18
-FRAME_FEATS = 17
+TERM_FEATS = 27
+RUN_FEATS = 37
+LINE_FEATS = 22
+FRAME_FEATS = 34
 VIS_FEATS = 5
+IDLE_CHANGE = 0.002  # a keyframe changing less than this share of patches shows nothing new
 HIGH = 0.9  # a match score that names the term (one typo in ten characters)
 
 
@@ -142,6 +144,17 @@ def load_keyframes(traj: Trajectory, max_frames: int) -> Keyframes:
     return Keyframes(vframes, steps, reference, "video")
 
 
+def perceive_run(perceiver: Perceiver, traj: Trajectory, kf: Keyframes, prune: bool = True, guess: bool = False,
+                 use_log: bool = True) -> RunPercept:
+    """Perception of a run's keyframes with its log's evidence (``use_log`` False: as a plain recording)."""
+    h, w = kf.frames[0].shape[:2]
+    ev = from_trajectory(traj, kf.steps, w, h) if use_log else RunEvidence()
+    points = [a.point for a in ev.actions] if ev.actions is not None else None
+    percept = perceiver.perceive(kf.frames, kf.reference, prune=prune, points=points, guess=guess)
+    percept.evidence = ev
+    return percept
+
+
 @dataclass
 class Example:
     """One run's network input before batching (T keyframes, M terms, N lines, V visual tokens, L words).
@@ -178,6 +191,8 @@ class Example:
     summary: np.ndarray | None = None
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)  # the pieces used (models.evidence.PIECES)
+    reads: int = 0  # text crops recognised
 
     @property
     def n_frames(self) -> int:
@@ -199,21 +214,46 @@ def _standardise(patches: np.ndarray) -> np.ndarray:
     return x / np.maximum(sd, 8.0)
 
 
+def _acted(ln, logged: bool) -> bool:
+    """Whether a read line counts as what the agent acted on: under the log's point where the log gives one
+    (``logged``), else under the guessed point (video-only: always the guessed one)."""
+    return ln.by == ("log" if logged else "guess")
+
+
 def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[int] | None = None,
-                 n_frames: int | None = None) -> Example:
+                 n_frames: int | None = None, use_log: bool = True) -> Example:
     """Features of a perceived run against an instruction; ``n_frames`` keeps only the first keyframes (a
-    truncated run is a prefix of its original's perception)."""
+    truncated run is a prefix of its original's perception); ``use_log`` False judges it as a plain recording
+    (the log's actions, points and claims are left out)."""
     frames = percept.frames if n_frames is None else percept.frames[:n_frames]
     t_count = len(frames)
+    last = t_count - 1
+    ev = percept.evidence if use_log else RunEvidence()
+    actions = (ev.actions or [])[:t_count] if ev.actions is not None else None
+    if n_frames is not None and actions is not None:  # a truncated run makes no claim of its own
+        ev = RunEvidence(actions, None, "")
     terms = instruction_terms(instruction)
     words = hashing.words(instruction)[:MAX_WORDS]
     word_ids = _ids_matrix([hashing.word_ids(w) for w in words] or [[0]], hashing.IDS_PER_WORD)
 
-    lines = [(k, ln) for k, fp in enumerate(frames) for ln in fp.lines if ln.text]
-    if len(lines) > MAX_LINES:  # keep the acted ones and the latest frames' lines
-        lines.sort(key=lambda kl: (not kl[1].acted, -kl[0], kl[1].dist))
+    # The run's end is its last keyframe that is not idle: a hover, a wait or a claim that changes nothing on the
+    # screen is an agent's habit, not evidence (one agent ends on DONE and WAIT steps, another on its last click).
+    idle = [fp.change < IDLE_CHANGE and not (actions is not None and k < len(actions)
+                                             and set(actions[k].kinds) - HABITS) for k, fp in enumerate(frames)]
+    active = [k for k in range(t_count) if not idle[k]] or [last]
+    end = active[-1]
+    # where the log gives an acting point (a click, not a hover); a cached perception read at both
+    logged = [actions is not None and k < len(actions) and actions[k].point is not None for k in range(t_count)]
+    lines = [(k, ln) for k, fp in enumerate(frames) for ln in fp.lines
+             if ln.text and (not ln.by or _acted(ln, logged[k]))]
+    if len(lines) > MAX_LINES:  # keep the acted ones, what is on the last screen, and the latest frames' lines
+        lines.sort(key=lambda kl: (not kl[1].by, kl[1].t_end < last, -kl[0], kl[1].dist))
         lines = sorted(lines[:MAX_LINES], key=lambda kl: (kl[0], kl[1].dist))
     m = [[match(t.text, ln.text) for t in terms] for _, ln in lines]  # (N, M)
+    at_end = [ln.t_end >= last and not ln.by for _, ln in lines]
+    typed = [a.typed for a in actions] if actions is not None else []
+    tm = [[match(t.text, ty) if ty else None for t in terms] for ty in typed]  # (T, M)
+    answer_m = [match(t.text, ev.answer) for t in terms] if ev.answer else None
 
     term_feat = np.zeros((len(terms), TERM_FEATS), np.float32)
     for j, t in enumerate(terms):
@@ -225,10 +265,12 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
         acted_frames = set()
         for i, (k, ln) in enumerate(lines):
             mm = m[i][j]
-            if ln.acted:
+            if ln.by:
                 f[4] = max(f[4], mm.score)
                 f[5] = max(f[5], float(mm.exact))
                 f[6] = max(f[6], float(mm.exact_case))
+                if ln.by == "log":
+                    f[22] = max(f[22], mm.score)
                 if mm.score >= HIGH:
                     acted_frames.add(k)
                     first = k if first is None else min(first, k)
@@ -236,15 +278,28 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
                 f[7] = max(f[7], mm.score)
                 f[8] = max(f[8], float(mm.exact))
                 f[9] = max(f[9], float(mm.exact_case))
-            if k == t_count - 1:
+            if at_end[i]:
                 f[10] = max(f[10], mm.score)
                 f[11] = max(f[11], float(mm.exact))
+            if ln.first:
+                f[25] = max(f[25], mm.score)
             f[15] = max(f[15], mm.score)
             if mm.exact:
                 f[16] = max(f[16], mm.covers)
+        for k, row in enumerate(tm):
+            tmm = row[j]
+            if tmm is None:
+                continue
+            f[18] = max(f[18], tmm.score)
+            f[19] = max(f[19], float(tmm.exact))
+            f[20] = max(f[20], float(tmm.exact_case))
+            if tmm.score >= HIGH and f[21] == 0:
+                f[21] = (k + 1) / max(1, t_count)
         if first is not None:
-            f[12], f[13] = 1.0, first / max(1, t_count - 1)
+            f[12], f[13] = 1.0, first / max(1, last)
         f[14] = len(acted_frames) / max(1, t_count)
+        if answer_m is not None:
+            f[26] = answer_m[j].score
 
     line_feat = np.zeros((len(lines), LINE_FEATS), np.float32)
     for i, (k, ln) in enumerate(lines):
@@ -252,34 +307,51 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
         f = line_feat[i]
         scores = sorted((mm.score for mm in m[i]), reverse=True) + [0.0, 0.0]
         best = max(m[i], key=lambda mm: mm.score) if m[i] else Match(0.0, False, False, 0.0)
-        f[0], f[1] = float(ln.acted), float(ln.changed)
+        f[0], f[1] = float(bool(ln.by)), float(ln.changed)
         finite = math.isfinite(ln.dist)
         f[2], f[3] = (min(ln.dist, 5.0) / 5.0 if finite else 1.0), float(finite)
         f[4], f[5] = ln.conf, min(len(ln.text), 30) / 30.0
         f[6] = instruction_overlap(instruction, ln.text)
         f[7], f[8], f[9], f[10], f[11] = scores[0], float(best.exact), float(best.exact_case), best.covers, scores[1]
-        f[12], f[13] = float(k == t_count - 1), k / max(1, t_count - 1)
+        f[12], f[13] = float(k == end), k / max(1, last)
         f[14], f[15] = ln.box.cx / fp.width, ln.box.cy / fp.height
         f[16], f[17] = ln.box.w / fp.width, ln.box.h / fp.height
+        f[18], f[19], f[20] = float(ln.by == "log"), float(ln.first), float(at_end[i])
+        f[21] = (min(ln.t_end, last) - k + 1) / max(1, t_count)
 
     frame_feat = np.zeros((t_count, FRAME_FEATS), np.float32)
     for k, fp in enumerate(frames):
         f = frame_feat[k]
-        f[0], f[1], f[2] = k / max(1, t_count - 1), float(k == t_count - 1), float(k == 0)
+        f[0], f[1], f[2] = k / max(1, last), float(k == end), float(k == 0)
         f[3], f[4] = fp.pointer.score, float(fp.pointer_found)
-        f[5 + ("pointer", "change", "none").index(fp.act_source)] = 1.0
+        if logged[k]:
+            f[17] = 1.0
+        else:
+            f[5 + ("pointer", "change", "none").index(fp.act_source)] = 1.0
         f[8] = fp.change
         f[9] = math.log1p(fp.n_lines) / 5.0
-        f[10] = min(len(fp.lines), 8) / 8.0
+        f[10] = min(sum(1 for kk, _ in lines if kk == k), 8) / 8.0
         if k > 0 and fp.pointer_found and frames[k - 1].pointer_found:
             moved = math.hypot(fp.pointer.x - frames[k - 1].pointer.x, fp.pointer.y - frames[k - 1].pointer.y)
             f[11] = min(1.0, moved / math.hypot(fp.width, fp.height) * 4)
         idx = [i for i, (kk, _) in enumerate(lines) if kk == k]
         if idx and terms:
             f[12] = max(mm.score for i in idx for mm in m[i])
-            f[13] = max((mm.score for i in idx if lines[i][1].acted for mm in m[i]), default=0.0)
+            f[13] = max((mm.score for i in idx if lines[i][1].by for mm in m[i]), default=0.0)
             f[14] = float(any(mm.exact for i in idx for mm in m[i]))
         f[15], f[16] = math.log(fp.height) / 8.0, math.log(fp.width) / 8.0
+        if actions is not None and k < len(actions):
+            a = actions[k]
+            f[18] = 1.0
+            for kind in set(a.kinds) - HABITS:
+                f[19 + KINDS.index(kind)] = 1.0
+            if a.typed:
+                f[29] = 1.0
+                typed_m = [x for x in tm[k] if x is not None]
+                f[30] = max((x.score for x in typed_m), default=0.0)
+                f[31] = float(any(x.exact for x in typed_m))
+                f[32] = float(any(x.exact_case for x in typed_m))
+            f[33] = float(bool(a.keys))
 
     sel = percept.visual_pos[:, 0] < t_count
     vis = _standardise(percept.visual[sel]) if sel.any() else np.zeros((0, percept.visual.shape[-1] ** 2), np.float32)
@@ -288,8 +360,8 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
     if len(vt):
         vfeat[:, :2] = percept.visual_feat[sel, :2]
         vfeat[:, 2] = percept.visual_feat[sel, 2] / 8.0
-        vfeat[:, 3] = vt / max(1, t_count - 1)
-        vfeat[:, 4] = (vt == t_count - 1)
+        vfeat[:, 3] = vt / max(1, last)
+        vfeat[:, 4] = (vt == last)
     masks = percept.masks[:t_count]
     ex = Example(
         word_ids=word_ids,
@@ -300,45 +372,97 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
         if lines else np.zeros((0, IDS_PER_TEXT), np.int64),
         line_feat=line_feat, line_t=np.array([k for k, _ in lines], np.int64),
         frame_feat=frame_feat, vis=vis, vis_feat=vfeat, vis_t=vt.astype(np.int64),
-        run_feat=run_features(terms, term_feat, line_feat, frame_feat),
+        run_feat=run_features(terms, term_feat, line_feat, frame_feat, ev, actions, _ending(lines, m, terms, actions),
+                              end=end, n_active=len(active)),
         keyframe_steps=list(keyframe_steps_[:t_count]) if keyframe_steps_ else list(range(t_count)),
         masks=masks, tokens_total=int(masks.size), tokens_kept=int(masks.sum()),
-        timings=dict(percept.timings))
+        timings=dict(percept.timings), evidence=ev.pieces, reads=percept.reads)
     ex.summary = summary(ex, frames, terms_count=len(terms))
     return ex
 
 
-def run_features(terms: list, term_feat: np.ndarray, line_feat: np.ndarray, frame_feat: np.ndarray) -> np.ndarray:
+def _ending(lines: list, m: list, terms: list, actions: list | None) -> np.ndarray:
+    """How the run ends and in what order it typed: the last action's kind, what the last logged click was on
+    (best match to any term, to a non-quoted term such as "Submit"), whether the instruction's values were typed in
+    the order it names them, and how many distinct values were typed per quoted term."""
+    f = np.zeros(10, np.float32)
+    if actions:
+        kinds = [k for a in actions for k in a.kinds if k not in HABITS]
+        last = kinds[-1] if kinds else "other"
+        slot = {"click": 0, "type": 1, "key": 2, "done": 3}.get(last, 4)
+        f[slot] = 1.0
+    logged = [i for i, (_, ln) in enumerate(lines) if ln.by == "log"]
+    if logged and terms:
+        i = logged[-1]
+        f[5] = max(mm.score for mm in m[i])
+        plain = [j for j, t in enumerate(terms) if t.kind != "quoted"]
+        f[6] = max((m[i][j].score for j in plain), default=0.0)
+    quoted = [t for t in terms if t.kind == "quoted"]
+    if actions and quoted:
+        typed = [a.typed for a in actions if a.typed]
+        firsts = []
+        for t in quoted:
+            hit = next((n for n, ty in enumerate(typed) if match(t.text, ty).score >= HIGH), None)
+            if hit is not None:
+                firsts.append(hit)
+        if len(firsts) >= 2:
+            f[7] = float(all(a <= b for a, b in zip(firsts, firsts[1:])))
+        f[8] = float(len(firsts) == len(quoted))
+        f[9] = min(len(set(typed)), 8) / max(1, len(quoted)) / 2.0
+    return f
+
+
+def run_features(terms: list, term_feat: np.ndarray, line_feat: np.ndarray, frame_feat: np.ndarray,
+                 ev: RunEvidence | None = None, actions: list | None = None, ending: np.ndarray | None = None,
+                 end: int = -1, n_active: int | None = None) -> np.ndarray:
     """Run-level coverage of the instruction, the same reading for every task.
 
     Whether every thing the instruction names was acted on or typed (the quoted terms when it has some), whether
-    it was exact, whether the acted text names anything at all, how the run ends. A small MLP over these carries
-    the verdict to task types never seen (the transformer adds what they miss).
+    it was exact, whether the acted text names anything at all, what is on the last screen, how the run ends and
+    what the agent claims (never proof). A small MLP over these carries the verdict to task types never seen (the
+    transformer adds what they miss).
     """
     f = np.zeros(RUN_FEATS, np.float32)
+    ev = ev or RunEvidence()
     if len(terms):
         quoted = np.array([t.kind == "quoted" for t in terms])
         sel = quoted if quoted.any() else np.array([t.kind != "word" for t in terms])
         sel = sel if sel.any() else np.ones(len(terms), bool)
-        done = np.maximum(term_feat[sel, 4], term_feat[sel, 7])  # acted or changed, best score
-        exact = np.maximum(np.maximum(term_feat[sel, 5], term_feat[sel, 8]), term_feat[sel, 11])
+        done = np.maximum.reduce([term_feat[sel, 4], term_feat[sel, 7], term_feat[sel, 18]])  # acted/changed/typed
+        exact = np.maximum.reduce([term_feat[sel, 5], term_feat[sel, 8], term_feat[sel, 11], term_feat[sel, 19]])
         f[0], f[1], f[2] = done.min(), done.mean(), exact.mean()
-        f[3] = np.maximum(term_feat[sel, 6], term_feat[sel, 9]).min()  # same case
+        f[3] = np.maximum(np.maximum(term_feat[sel, 6], term_feat[sel, 9]), term_feat[sel, 20]).min()  # same case
         f[4] = term_feat[:, 4].max()
         f[5] = (term_feat[sel, 15] < 0.6).mean()  # named but never seen
         f[6] = term_feat[sel, 10].max()  # on the last screen
         f[7] = float(quoted.sum()) / 4.0
         f[8] = len(terms) / 16.0
+        f[14] = term_feat[sel, 18].min()  # typed, the worst-covered term
+        f[15] = term_feat[sel, 18].mean()
+        f[16] = term_feat[sel, 22].min()  # clicked where the log says, the worst-covered term
+        f[17] = term_feat[sel, 22].mean()
+        f[18] = term_feat[sel, 10].min()  # on the last screen, the worst-covered term
+        f[19] = (term_feat[sel, 10] - term_feat[sel, 25]).mean()  # appeared since the first screen
+        f[20] = term_feat[sel, 26].max()  # the answer names it
     acted = line_feat[:, 0] > 0
     if acted.any():
         f[9] = (line_feat[acted, 7] < 0.6).mean()  # acted on text that names nothing in the instruction
     if len(frame_feat):
         f[10] = frame_feat[:, 4].mean()  # pointer found
-        f[11] = np.log1p(len(frame_feat)) / 4.0
-        f[12] = frame_feat[-1, 13]  # best acted match on the last keyframe
+        f[11] = np.log1p(len(frame_feat) if n_active is None else n_active) / 4.0  # keyframes that are not idle
+        f[12] = frame_feat[end, 13]  # best acted match on the run's last keyframe that is not idle
         f[13] = frame_feat[:, 8].mean()  # screen change per step
+        typed_frames = frame_feat[:, 29] > 0
+        if typed_frames.any():
+            f[21] = (frame_feat[typed_frames, 30] < HIGH).mean()  # typed text the instruction does not name
+    if actions is not None:
+        f[22] = 1.0
+        f[23] = float(any(a.point is not None for a in actions))
+    # f[24], f[25] (the agent's DONE / FAIL claims) stay 0: model v3's training agent never claims (HABITS)
+    f[26] = float(bool(ev.answer))
+    if ending is not None:
+        f[27:37] = ending
     return f
-
 
 
 def summary(ex: Example, frames: list[FramePercept], terms_count: int) -> np.ndarray:

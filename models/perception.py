@@ -6,10 +6,12 @@ For every keyframe (the screen at a step's end) this finds:
 * **the pointer**, whatever its theme and size, or that none is drawn (:mod:`models.pointer`);
 * **what changed** since the previous keyframe (or the screen before the first step, when the recording has
   it), patch by patch, with the pointer's own movement taken out;
-* **the acting point**: the pointer's hotspot, else the centre of the largest change, else none;
-* **the text that matters**, read in any font (:mod:`models.text`): the lines at the acting point ("acted")
-  and the lines that changed, nearest the acting point first. Static text elsewhere (the task statement, page
-  chrome) is not read: it says nothing about what the run did.
+* **the acting point**: where the run's log says the agent acted (a click's coordinates), else the pointer's
+  hotspot, else the centre of the largest change, else none;
+* **the text**, read in any font (:mod:`models.text`): the first screen whole, then only the lines that appear
+  or change (a line unchanged since it was read carries forward: ``t_end``, the last keyframe it is still on
+  screen, so the last screen's text is known without reading it again), and the line under the acting point on
+  the screen the agent acted on ("acted"). Flat regions are never read; pruning decides what is.
 
 None of it depends on one pointer sprite, font, scale, colour scheme or app layout, and none of it depends on the
 instruction, so one perception serves every instruction paired with the run (adversarial rewrites, swaps).
@@ -23,12 +25,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import ndimage
 
+from models.evidence import RunEvidence
 from models.pointer import PointerDetector, PointerHit
 from models.pruning import MaskedTokens, PruneParams, frames_to_patches, prune_patches
 from models.text import Box, TextReader, line_boxes
 
 #: Bump when anything here changes what the network is given (checked against the weights at load).
-PERCEPTION_VERSION = 1
+PERCEPTION_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class PerceptionConfig:
         pointer_threshold: the detector's peak probability above which a pointer is taken as drawn.
         acted_lines: lines read at the acting point per keyframe.
         changed_lines: changed lines read per keyframe (nearest the acting point first).
+        whole_lines: lines read on a screen read whole (the first keyframe; every keyframe unpruned).
         visual_radius: patches within this many rows/columns of the acting point become visual tokens.
         visual_changed: plus this many of the most changed patches per keyframe.
     """
@@ -54,7 +58,8 @@ class PerceptionConfig:
     change_level: float = 6.0
     pointer_threshold: float = 0.5
     acted_lines: int = 2
-    changed_lines: int = 4
+    changed_lines: int = 8
+    whole_lines: int = 80
     visual_radius: int = 1
     visual_changed: int = 4
 
@@ -69,6 +74,9 @@ class ReadLine:
     acted: bool
     changed: bool
     dist: float  # distance to the acting point in line heights (inf when there is none)
+    t_end: int = -1  # the last keyframe on which the line is still on screen (its own keyframe is the first)
+    by: str = ""  # acted on: "log" (the log's point), "guess" (the pointer or the largest change), "" (not)
+    first: bool = False  # read on the first screen, read whole
 
 
 @dataclass
@@ -82,8 +90,9 @@ class FramePercept:
     act: tuple[float, float] | None
     act_source: str  # "pointer" | "change" | "none"
     change: float  # share of patches that changed since the previous keyframe (pointer excluded)
-    n_lines: int  # text lines found where the run acted or changed the screen (read or not)
+    n_lines: int  # text lines found where the screen was read (read or not)
     lines: list[ReadLine] = field(default_factory=list)
+    log_act: tuple[float, float] | None = None  # where the log says the agent acted (None: it does not say)
 
 
 @dataclass
@@ -106,6 +115,8 @@ class RunPercept(MaskedTokens):
     visual_pos: np.ndarray
     visual_feat: np.ndarray
     timings: dict[str, float] = field(default_factory=dict)
+    reads: int = 0  # text crops recognised (cache hits and carried-forward lines not counted)
+    evidence: RunEvidence = field(default_factory=RunEvidence)  # the log's, set by the caller (models.features)
 
 
 def _grey_patches(patches: np.ndarray, p: int) -> np.ndarray:
@@ -177,12 +188,18 @@ class Perceiver:
         self.reader = reader
         self.cfg = cfg or PerceptionConfig()
 
-    def perceive(self, frames: list[np.ndarray], reference: np.ndarray | None = None, prune: bool = True
-                 ) -> RunPercept:
+    def perceive(self, frames: list[np.ndarray], reference: np.ndarray | None = None, prune: bool = True,
+                 points: list[tuple[float, float] | None] | None = None, guess: bool = False) -> RunPercept:
         """Perceive keyframes (RGB uint8, one size) with an optional screen from before the first step.
 
-        ``prune`` False is the unpruned baseline: every token counts as kept, so every changed line is read and
-        every patch near the acting point is a visual token.
+        ``points``: per keyframe, where the run's log says the agent acted (None where it does not say); the text
+        under it is read on the screen the agent acted on. Elsewhere the acting point is guessed (the pointer,
+        else the largest change); ``guess`` reads there too where the log has a point (training, so that one
+        perception serves both the with-log and the video-only example).
+
+        ``prune`` False is the unpruned baseline: every token counts as kept, every keyframe's text is read whole
+        and nothing is carried forward or taken from the reader's cache, and every patch near the acting point is
+        a visual token.
         """
         cfg, p = self.cfg, self.cfg.patch
         timings: dict[str, float] = {}
@@ -211,7 +228,10 @@ class Perceiver:
         t0 = time.perf_counter()
         percepts: list[FramePercept] = []
         changed_grids: list[np.ndarray] = []
-        jobs: list[tuple[int, Box, bool, bool, float]] = []
+        # (keyframe, image the crop is cut from: -1 = reference, crop, acted by, changed, dist, first frame)
+        jobs: list[tuple[int, int, Box, str, bool, float, bool]] = []
+        job_box: list[Box] = []  # the whole line each job belongs to (the screen state's key)
+        n_frames = len(frames)
         for k, frame in enumerate(frames):
             hit = hits[k]
             found = hit.score >= cfg.pointer_threshold
@@ -232,54 +252,105 @@ class Perceiver:
                 big = int(np.argmax(sizes)) + 1
                 cy, cx = ndimage.center_of_mass(changed, lab, big)
                 act, source = ((cx + 0.5) * p / scale, (cy + 0.5) * p / scale), "change"
-            # lines are looked for only where they can matter: around the acting point and what changed
-            boxes = _lines_in(frame, _regions(changed, act, scale, p, h, w))
+            log_pt = points[k] if points is not None and k < len(points) else None
+            # The screen's text: the first keyframe whole (and every keyframe whole, unpruned); afterwards only
+            # the lines that changed, nearest the acting point first. The rest carries forward (``t_end``).
+            whole = k == 0 or not prune
+            if whole:
+                boxes = [b for b in line_boxes(frame, max_lines=cfg.whole_lines)]
+            else:
+                boxes = _lines_in(frame, _regions(changed, None, scale, p, h, w))
             if found:  # the pointer's own outline is not text
                 boxes = [b for b in boxes if not _pointer_like(b, hit)]
-            fp = FramePercept(h, w, hit, found, act, source, float(changed.mean()), len(boxes))
+            fp = FramePercept(h, w, hit, found, act, source, float(changed.mean()), len(boxes), log_act=log_pt)
             percepts.append(fp)
-            chosen: dict[Box, tuple[bool, bool, float, Box]] = {}
-            if act is not None:
-                near = sorted(boxes, key=lambda b: b.distance(*act))
-                for b in near[:cfg.acted_lines]:
-                    d = b.distance(*act) / max(4.0, b.h)
-                    if d <= 1.5:  # a long line is read around the acting point only
-                        half = 6 * b.h
-                        x0 = int(max(b.x, act[0] - half))
-                        x1 = int(min(b.x + b.w, max(act[0] + half, x0 + b.h)))
-                        chosen[b] = (True, False, d, Box(x0, b.y, max(1, x1 - x0), b.h))
-            if changed.any():
+            anchor = log_pt or act
+            if whole:
+                for b in boxes:
+                    d = b.distance(*anchor) / max(4.0, b.h) if anchor is not None else float("inf")
+                    jobs.append((k, k, b, "", k > 0, d, k == 0))
+                    job_box.append(b)
+            elif changed.any():
                 cand = []
                 for b in boxes:
                     r0, r1 = int(b.y * scale / p), int((b.y + b.h) * scale / p) + 1
                     c0, c1 = int(b.x * scale / p), int((b.x + b.w) * scale / p) + 1
                     cols_changed = np.nonzero(changed[r0:r1, c0:c1].any(0))[0]
                     if len(cols_changed):
-                        d = b.distance(*act) / max(4.0, b.h) if act is not None else float(b.y)
+                        d = b.distance(*anchor) / max(4.0, b.h) if anchor is not None else float("inf")
                         # read the changed part of a long line (a file row, a paragraph), with some context
                         x0 = int(max(b.x, (c0 + cols_changed[0]) * p / scale - 3 * b.h))
                         x1 = int(min(b.x + b.w, (c0 + cols_changed[-1] + 1) * p / scale + 3 * b.h))
-                        cand.append((d, b, Box(x0, b.y, max(1, x1 - x0), b.h)))
-                for d, b, part in sorted(cand, key=lambda t: t[0])[:cfg.changed_lines]:
-                    if b in chosen:
-                        _, _, d0, crop = chosen[b]
-                        x0, x1 = min(crop.x, part.x), max(crop.x + crop.w, part.x + part.w)
-                        chosen[b] = (True, True, d0, Box(x0, b.y, x1 - x0, b.h))
-                    else:
-                        chosen[b] = (False, True, d if act is not None else float("inf"), part)
-            for b, (acted, chg, d, crop) in chosen.items():
-                jobs.append((k, crop, acted, chg, d))
+                        cand.append((d, b.y, b, Box(x0, b.y, max(1, x1 - x0), b.h)))
+                for d, _, b, part in sorted(cand, key=lambda t: (t[0], t[1]))[:cfg.changed_lines]:
+                    jobs.append((k, k, part, "", True, d, False))
+                    job_box.append(b)
+            # What the agent acted on: the line under the log's point on the screen it acted on (the keyframe
+            # before), else under the pointer or the largest change on this one.
+            acting: list[tuple[tuple[float, float], str, int]] = []
+            if log_pt is not None:
+                before = k - 1 if k > 0 else (-1 if reference is not None else k)
+                acting.append((log_pt, "log", before))
+            if act is not None and (guess or log_pt is None):
+                acting.append((act, "guess", k))
+            for pt, by, img in acting:
+                src = reference if img < 0 else frames[img]
+                assert src is not None
+                bw, bh = max(160, w // 4), max(48, h // 12)
+                region = (max(0, int(pt[0] - bw)), max(0, int(pt[1] - bh)), min(w, int(pt[0] + bw)),
+                          min(h, int(pt[1] + bh)))
+                near = sorted(_lines_in(src, [region]), key=lambda b: b.distance(*pt))
+                for b in near[:cfg.acted_lines]:
+                    if found and img == k and _pointer_like(b, hit):
+                        continue
+                    d = b.distance(*pt) / max(4.0, b.h)
+                    if d <= 1.5:  # a long line is read around the acting point only
+                        half = 6 * b.h
+                        x0 = int(max(b.x, pt[0] - half))
+                        x1 = int(min(b.x + b.w, max(pt[0] + half, x0 + b.h)))
+                        jobs.append((k, img, Box(x0, b.y, max(1, x1 - x0), b.h), by, False, d, False))
+                        job_box.append(b)
         timings["lines"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         from models.text import crop_line
 
-        reads = self.reader.read_crops([crop_line(frames[k], b) for k, b, _, _, _ in jobs])
-        for (k, b, acted, chg, d), (text, conf) in zip(jobs, reads):
-            percepts[k].lines.append(ReadLine(b, text, conf, acted, chg, d))
+        def image(i: int) -> np.ndarray:
+            im = reference if i < 0 else frames[i]
+            assert im is not None
+            return im
+
+        before_reads = self.reader.crops_read
+        reads = self.reader.read_crops([crop_line(image(img), b) for _, img, b, *_ in jobs], use_cache=prune)
+        # the screen state: a line stays on screen until a later keyframe changes a cell under it
+        alive: list[tuple[ReadLine, Box]] = []
+        by_frame: dict[int, list[tuple[ReadLine, Box]]] = {}
+        for (k, img, b, by, chg, d, first), whole_box, (text, conf) in zip(jobs, job_box, reads):
+            ln = ReadLine(b, text, conf, bool(by), chg, d, t_end=k, by=by, first=first)
+            percepts[k].lines.append(ln)
+            if not by:
+                by_frame.setdefault(k, []).append((ln, whole_box))
+        for k in range(n_frames):
+            if prune and k > 0:
+                grid = changed_grids[k]
+                still = []
+                for ln, box in alive:
+                    r0, r1 = int(box.y * scale / p), int((box.y + box.h) * scale / p) + 1
+                    c0, c1 = int(box.x * scale / p), int((box.x + box.w) * scale / p) + 1
+                    if grid[r0:r1, c0:c1].any():
+                        ln.t_end = k - 1
+                    else:
+                        still.append((ln, box))
+                alive = still
+            elif not prune:
+                alive = []
+            alive += by_frame.get(k, [])
+        for ln, _ in alive:
+            ln.t_end = n_frames - 1
         for fp in percepts:
             fp.lines.sort(key=lambda ln: (ln.dist, ln.box.y))
         timings["read"] = time.perf_counter() - t0
+        timings_reads = self.reader.crops_read - before_reads
 
         # visual tokens: patches around the acting point, plus the most changed ones
         t0 = time.perf_counter()
@@ -313,4 +384,4 @@ class Perceiver:
             visual=np.stack(vis) if vis else np.zeros((0, p, p), np.uint8),
             visual_pos=np.array(pos, np.int64).reshape(-1, 3),
             visual_feat=np.array(feat, np.float32).reshape(-1, 3),
-            timings=timings)
+            timings=timings, reads=timings_reads)

@@ -27,7 +27,7 @@ from gui_app.core.scoring.score import Score
 from gui_app.core.trajectory.model import Trajectory
 from models.checkpoint import RUN_FILE, WEIGHTS_FILE, Checkpoint, ModelLoadError
 from models.config import ModelConfig
-from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example
+from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example, perceive_run
 from models.perception import Perceiver
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -153,8 +153,9 @@ class RewardModel:
                               ck.perception)
         return cls(ck, impl, perceiver, f"{p.name}:{backend}")
 
-    def featurize(self, traj: Trajectory, prune: bool = True) -> Example:
-        """Keyframes, perception and features of one trajectory (``prune`` False: every token, the baseline).
+    def featurize(self, traj: Trajectory, prune: bool = True, use_log: bool = True) -> Example:
+        """Keyframes, perception and features of one trajectory (``prune`` False: every token, the baseline;
+        ``use_log`` False: judged as a plain recording, the step log's actions and claims left out).
 
         Raises:
             VideoError: no readable recording or screenshots.
@@ -162,9 +163,9 @@ class RewardModel:
         t0 = time.perf_counter()
         kf = load_keyframes(traj, self.cfg.max_frames)
         t_decode = time.perf_counter() - t0
-        percept = self.perceiver.perceive(kf.frames, kf.reference, prune=prune)
+        percept = perceive_run(self.perceiver, traj, kf, prune=prune, use_log=use_log)
         t0 = time.perf_counter()
-        ex = make_example(percept, traj.instruction, kf.steps)
+        ex = make_example(percept, traj.instruction, kf.steps, use_log=use_log)
         ex.timings["decode"] = t_decode
         ex.timings["features"] = time.perf_counter() - t0
         return ex
@@ -199,13 +200,13 @@ class RewardModel:
             out.append(OUTSIDE_LENGTH.format(n=round(n), n1=round(n1)))
         return out
 
-    def prepare(self, traj: Trajectory, prune: bool = True) -> Prepared:
+    def prepare(self, traj: Trajectory, prune: bool = True, use_log: bool = True) -> Prepared:
         """The network's input for one trajectory (the core's :class:`~gui_app.core.scoring.batch.Scorer` step one).
 
         Raises:
             VideoError: no readable recording or screenshots.
         """
-        return Prepared(self.featurize(traj, prune=prune), traj.n_steps, traj.instruction or "")
+        return Prepared(self.featurize(traj, prune=prune, use_log=use_log), traj.n_steps, traj.instruction or "")
 
     def score_prepared(self, prepared: Sequence[Prepared]) -> list[Score]:
         """Score prepared trajectories in one padded forward pass (its time is shared out evenly)."""
@@ -245,12 +246,13 @@ class RewardModel:
                      step_scores=step_scores, masks=masks, keyframe_steps=list(ex.keyframe_steps),
                      tokens_kept=ex.tokens_kept, tokens_total=ex.tokens_total, model=self.name, ood=ood,
                      unknown=ood > OOD_LIMIT or bool(outside) or not instruction.strip(), warnings=warnings,
-                     seconds=float(sum(timings.values())), timings=timings)
+                     seconds=float(sum(timings.values())), timings=timings, evidence=list(ex.evidence),
+                     text_reads=ex.reads)
 
-    def score(self, traj: Trajectory, prune: bool = True) -> Score:
+    def score(self, traj: Trajectory, prune: bool = True, use_log: bool = True) -> Score:
         """Score one trajectory (see the module docstring).
 
         Raises:
             VideoError: no readable recording or screenshots.
         """
-        return self.score_prepared([self.prepare(traj, prune=prune)])[0]
+        return self.score_prepared([self.prepare(traj, prune=prune, use_log=use_log)])[0]

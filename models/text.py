@@ -202,8 +202,10 @@ class TextReader:
             prev = i
         return "".join(out).strip(), float(np.mean(confs)) if confs else 0.0
 
-    def read_crops(self, crops: list[np.ndarray], batch_pixels: int = 6 * 320) -> list[tuple[str, float]]:
-        """(text, confidence) per RGB crop. Crops of similar width are batched; seen crops come from the cache."""
+    def read_crops(self, crops: list[np.ndarray], batch_pixels: int = 6 * 320, use_cache: bool = True
+                   ) -> list[tuple[str, float]]:
+        """(text, confidence) per RGB crop. Crops of similar width are batched; seen crops come from the cache
+        (``use_cache`` False: every crop is read, the unpruned baseline's cost)."""
         out: list[tuple[str, float] | None] = [None] * len(crops)
         todo: list[tuple[int, bytes, np.ndarray, int]] = []
         for i, c in enumerate(crops):
@@ -211,7 +213,7 @@ class TextReader:
                 out[i] = ("", 0.0)
                 continue
             k = self._key(c)
-            hit = self._cache.get(k)
+            hit = self._cache.get(k) if use_cache else None
             if hit is not None:
                 self._cache.move_to_end(k)
                 out[i] = hit

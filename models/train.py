@@ -26,10 +26,11 @@ import torch
 
 from models.checkpoint import RUN_FILE, Calibration, Checkpoint, OODReference, SummaryRange, perception_from_dict
 from models.config import ModelConfig
-from models.data import Record, cache_key, load_records, perceive_all, read_manifest, record_for, with_sources
+from models.data import (Record, cache_key, load_records, perceive_all, read_manifest, record_for, video_only_row,
+                         with_sources)
 from models.features import INPUT_NAMES, make_batch
 from models.network import RewardNet, losses
-from models.perception import PerceptionConfig, ReadLine, RunPercept
+from models.perception import PerceptionConfig, RunPercept
 from models.versions import mahalanobis, versions
 
 
@@ -74,7 +75,7 @@ def noisy_percept(p: RunPercept, rng: random.Random) -> RunPercept:
             if t and rng.random() < 0.15:
                 i = rng.randrange(len(t))
                 t = t[:i] + rng.choice("iIl1oO0rnmce.,") + t[i + 1:]
-            lines.append(ReadLine(ln.box, t, ln.conf, ln.acted, ln.changed, ln.dist))
+            lines.append(replace(ln, text=t))
         frames.append(replace(fp, lines=lines))
     return replace(p, frames=frames)
 
@@ -298,7 +299,7 @@ def _augmented(r: Record, rng: random.Random, info: dict, cache: dict[str, dict[
         cache[src] = load_percept(info["cache"], info["key"], src)
     payload = dict(cache[src])
     payload["percept"] = noisy_percept(payload["percept"], rng)
-    return record_for(r.row, payload).example
+    return record_for(r.row, payload, use_log=not video_only_row(r.row)).example  # as load_records' "mix"
 
 
 @torch.no_grad()

@@ -283,3 +283,15 @@ def test_human_labels_are_found_by_the_library_key(tmp_path):
     assert (labelled["label_source"], labelled["success"]) == ("human", False)
     shared = [r for r in df.to_dicts() if r["id"] == native.load(b).id]
     assert len(shared) == 2 and all(r["label_source"] == "env" and r["success"] is True for r in shared)
+
+
+def test_one_dataset_from_several_folders_left_where_they_were_recorded(recorded, tmp_path):
+    """Recordings stay where they were made (their cached perceptions are keyed by path): a dataset reads several
+    folders at once, and the rows are those of each folder together."""
+    other = tmp_path / "second"
+    rng = np.random.default_rng(1)
+    for seed in range(100, 104):
+        _write(other, next(iter(TASKS)), seed, success=True, rng=rng)
+    df = _build([recorded, other], tmp_path / "ds", negatives=[])
+    assert df.height == 36 + 4
+    assert df.filter(pl.col("seed") >= 100).height == 4

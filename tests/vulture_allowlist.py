@@ -57,6 +57,7 @@ _.open_trajectory_dialog
 _.prev_trajectory
 _.queue_disagreement
 _.queue_models
+_.queue_harm
 _.queue_next
 _.queue_off
 _.queue_prev

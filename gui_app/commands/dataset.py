@@ -8,7 +8,8 @@ import json
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["build"], help="build: write DS/manifest.parquet and DS/counts.csv")
-    p.add_argument("root", help="folder of recorded native trajectories (e.g. from `rollscope collect`)")
+    p.add_argument("root", nargs="+",
+                   help="folder(s) of recorded native trajectories (e.g. from `rollscope collect`)")
     p.add_argument("--out", required=True, help="dataset folder (manifest, counts, derived negatives)")
     p.add_argument("--holdout-tasks", default="default",
                    help="task types kept out of training: 'default' (the 11 held-out MiniWoB types of "

@@ -21,6 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", default=None,
                    help="read perceptions from this training cache instead of perceiving again (fast; timings "
                         "then cover features and the network only)")
+    p.add_argument("--evidence", choices=("both", "log", "video"), default="both",
+                   help="judge with the step log's evidence (actions, points, typed text, claims), as plain "
+                        "recordings, or both side by side (default; the video-only report is under 'video_only')")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown (the model card)")
     p.add_argument("--report", default=None, help="render an earlier `eval --json` output instead of evaluating")
@@ -52,15 +55,30 @@ def run(args: argparse.Namespace) -> int:
     from gui_app.commands.model import active_or
 
     args.model = active_or(args.model)
-    try:
+    if not args.library and len(args.data) > 1:
+        raise TrajectoryFormatError(args.data[1], None, "one dataset at a time (several folders need --library)")
+
+    def one(use_log: bool) -> dict:
         if args.library:
-            report = evaluate_library(args.data, args.model, progress=progress)
-        elif len(args.data) > 1:
-            raise TrajectoryFormatError(args.data[1], None, "one dataset at a time (several folders need --library)")
-        else:
-            report = evaluate(args.data[0], args.model, splits=tuple(args.split or ("test", "heldout_task")),
-                              limit=args.limit, cache=args.cache, progress=progress)
+            return evaluate_library(args.data, args.model, progress=progress, use_log=use_log)
+        return evaluate(args.data[0], args.model, splits=tuple(args.split or ("test", "heldout_task")),
+                        limit=args.limit, cache=args.cache, progress=progress, use_log=use_log)
+
+    try:
+        report = one(args.evidence != "video")
+        if args.evidence == "both":
+            report["video_only"] = one(False)
     finally:
         pbar.close()
-    print(json.dumps(report) if args.json else format_markdown(report) if args.markdown else format_table(report))
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    fmt = format_markdown if args.markdown else format_table
+    if "video_only" in report:
+        print(("## " if args.markdown else "") + "With the step log's evidence\n")
+        print(fmt(report))
+        print(("\n## " if args.markdown else "\n") + "Video only\n")
+        print(fmt(report["video_only"]))
+    else:
+        print(fmt(report))
     return 0

@@ -95,6 +95,10 @@ def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, s
     if score.warnings and not score.unknown:
         parts.append(f"<span style='color:#ffab40'>{len(score.warnings)} warning(s)</span>")
         tip += " Warnings: " + "; ".join(score.warnings)
+    if score.evidence:  # what the verdict read: the video alone, or the step log's actions and claims too
+        used = ", ".join(e.replace("_", " ") for e in score.evidence)
+        parts.append(f"<span style='color:#999'>from {html.escape(used)}</span>")
+        tip += f" Evidence used: {used}."
     if score.model:  # which model said so: after a switch, old and new scores sit side by side in the catalog
         parts.append(f"<span style='color:#999'>by {html.escape(score.model)}</span>")
         tip += f" Scored by {score.model}."

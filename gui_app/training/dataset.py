@@ -24,7 +24,7 @@ import random
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,11 +156,13 @@ def _row(traj: Trajectory, path: Path, ds: Path, split: str, label_source: str =
     }
 
 
-def build_dataset(root: str | Path, out: str | Path, holdout_tasks: Iterable[str] = HELDOUT_TASKS, seed: int = 0,
+def build_dataset(root: str | Path | Sequence[str | Path], out: str | Path,
+                  holdout_tasks: Iterable[str] = HELDOUT_TASKS, seed: int = 0,
                   negatives: Iterable[str] = ("adversarial", "truncation", "swap"),
                   split: tuple[int, int, int] = (80, 10, 10), progress: ProgressFn | None = None,
                   rates: dict[str, float] | None = None) -> BuildResult:
-    """Build ``out/manifest.parquet`` (and derived negatives, counts) from the trajectories under ``root``.
+    """Build ``out/manifest.parquet`` (and derived negatives, counts) from the trajectories under ``root`` (a
+    folder, or several: recordings kept where they were made, so that their cached perceptions stay valid).
 
     Args:
         holdout_tasks: task types kept out of training entirely (split ``heldout_task``); by default
@@ -180,7 +182,8 @@ def build_dataset(root: str | Path, out: str | Path, holdout_tasks: Iterable[str
     from gui_app.training import negatives as neg
 
     t0 = time.time()
-    root, ds = Path(root), Path(out)
+    roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+    root, ds = roots[0], Path(out)
     kinds = list(negatives)
     bad = [k for k in kinds if k not in neg.NEGATIVE_KINDS]
     if bad:
@@ -188,9 +191,9 @@ def build_dataset(root: str | Path, out: str | Path, holdout_tasks: Iterable[str
     rates = {**NEGATIVE_RATES, **(rates or {})}
     holdout = set(holdout_tasks)
     wrap = progress or (lambda it, total, desc: it)
-    dirs = [d for d in find_trajectories(root) if ds.resolve() not in d.resolve().parents]
+    dirs = [d for r in roots for d in find_trajectories(r) if ds.resolve() not in d.resolve().parents]
     if not dirs:
-        raise DatasetError(f"{root}: no native trajectories (trajectory.json) found")
+        raise DatasetError(f"{', '.join(map(str, roots))}: no native trajectories (trajectory.json) found")
     ds.mkdir(parents=True, exist_ok=True)
     warnings: list[str] = []
     sources: list[tuple[Trajectory, Path]] = []

@@ -3,6 +3,7 @@ open the folder, select a recorded run, play, seek by step and by a click on the
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -124,14 +125,28 @@ def test_score_current_and_show_overlay(qtbot, opened):
     qtbot.waitUntil(lambda: "tokens kept" in win.video.overlay_text, timeout=20_000)
 
 
-def test_a_desktop_run_is_scored_as_unknown_with_the_reason_in_the_status_bar(qtbot, opened, samples):
-    """The shipped model was trained on MiniWoB pages; a 1280x720 LibreOffice/Mousepad/file-manager recording is
-    outside the screens it knows: its score says "unknown" and why, instead of a confident number."""
+def test_a_run_on_screens_never_trained_is_scored_as_unknown_with_the_reason_in_the_status_bar(qtbot, opened,
+                                                                                                samples):
+    """The shipped model was trained on MiniWoB pages and desktops up to 1920x1080; a 4K recording is outside the
+    screens it knows: its score says "unknown" and why, instead of a confident number."""
+    import cv2
+
     from models.runtime import OUTSIDE_SCREENS
 
     win, _ = opened
-    run = next((samples / "desktop").glob("editor_delete_line/*-s9*"))
-    assert win.library.select_key(str(run.resolve()))  # prefetched or loaded: wait on the session either way
+    src = next((samples / "desktop").glob("editor_delete_line/*-s9*"))
+    run = samples / "desktop" / "editor_4k" / src.name
+    shutil.copytree(src, run)
+    for png in (run / "frames").rglob("*.png"):  # the same screens at 3840x2160
+        cv2.imwrite(str(png), cv2.resize(cv2.imread(str(png)), (3840, 2160), interpolation=cv2.INTER_NEAREST))
+    (run / "video.mp4").unlink()
+    data = json.loads((run / "trajectory.json").read_text())
+    data["video"] = None
+    (run / "trajectory.json").write_text(json.dumps(data))
+    with qtbot.waitSignal(win.scanner.scanned, timeout=120_000):
+        win.open_path(samples)
+    qtbot.waitUntil(lambda: not win.library.model.pending, timeout=30_000)
+    qtbot.waitUntil(lambda: win.library.select_key(str(run.resolve())), timeout=30_000)
     qtbot.waitUntil(lambda: win.session.key == str(run.resolve()) and win.session.trajectory is not None,
                     timeout=60_000)
     with qtbot.waitSignal(win.scorer.scored, timeout=300_000):

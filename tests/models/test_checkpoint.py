@@ -30,13 +30,13 @@ def _run(samples: Path, name: str = "login-user-success") -> Path:
 
 
 def test_the_shipped_weights_load_through_the_checkpoint_and_score_alike_once_saved_again(samples, tmp_path):
-    """The shipped model.json predates the class (format 1): it loads as it is, and written again by the class it
-    scores bit for bit as before."""
+    """The shipped model.json (written by the class, format 2) loads, and written again it scores bit for bit as
+    before."""
     ck = Checkpoint.load(WEIGHTS_DIR)
-    assert ck.format == 1 and ck.state_dict is None
+    assert ck.format == FORMAT and ck.state_dict is None
     assert ck.perception == PerceptionConfig() and ck.net == ModelConfig()  # the shipped recipe
     assert ck.pointer == WEIGHTS_DIR / "pointer.onnx"
-    assert ck.versions["sprite"] == POINTER_VERSION  # not stored then: the one sprite there has been
+    assert ck.versions["sprite"] == POINTER_VERSION
     assert ck.ood.summary_range is not None and ck.ood.summary_range.aspect is not None
     assert ck.threshold == json.loads((WEIGHTS_DIR / "model.json").read_text())["threshold"]
 

@@ -1,0 +1,148 @@
+"""What a run's own step log says, per keyframe: the actions the core normalised, and the agent's claims.
+
+Most runs users bring say exactly where the agent acted and what it typed: OSWorld's ``pyautogui.click(412, 88)``
+and ``write('kasie')``, ATIF's ``computer`` tool calls, AgentNet's code, our own native logs. The core parses them
+(:mod:`gui_app.core.trajectory.actions`) into a type, a point and a text; this module turns them into the judge's
+evidence, each piece marked present or absent so that a plain recording (no log) is judged too:
+
+* **where** the agent acted (a point inside the screen), for the perception to read the text under it;
+* **what** it typed (typed text, keys), to match against the instruction's values;
+* **its claims**: DONE / FAIL and a final answer. Features, never proof.
+
+A run longer than the keyframe limit is judged on a subsample of its steps; the steps between two keyframes are
+folded into the later one (their kinds and typed text kept, the last point kept), so nothing typed is lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gui_app.core.trajectory.actions import parse_action
+from gui_app.core.trajectory.model import Trajectory
+
+#: The action kinds the judge tells apart (the core's types folded into these; index = feature slot).
+KINDS = ("click", "type", "key", "scroll", "drag", "move", "done", "fail", "wait", "other")
+_KIND_OF = {"click": "click", "double_click": "click", "right_click": "click", "select": "click",
+            "type": "type", "key": "key", "hotkey": "key", "scroll": "scroll", "drag": "drag", "move": "move",
+            "done": "done", "fail": "fail", "wait": "wait", "message": "done", "navigate": "other"}
+#: Typed or pressed text kept per keyframe (characters).
+MAX_TEXT = 200
+#: Kinds whose point is where the agent acted (a hover or a scroll position is not).
+ACTING = frozenset({"click", "drag"})
+#: Kinds that are an agent's habits rather than its acts on the task (hovers, waits, claims, the rest): recorded as
+#: evidence, but the network does not read them until it is trained on agents that have them (model v3's agent
+#: never hovers, waits or claims; another agent's habits would read as signal).
+HABITS = frozenset({"move", "wait", "done", "fail", "other"})
+#: Names of the evidence pieces (``score --json``'s ``evidence`` lists those a verdict used).
+PIECES = ("video", "actions", "coordinates", "typed_text", "claims", "answer")
+
+
+@dataclass
+class StepAction:
+    """The log's actions folded into one keyframe.
+
+    Attributes:
+        kinds: the :data:`KINDS` of the steps, in order.
+        point: the last point acted on (a click or drag; not a hover), in screen pixels of the keyframe (None: no
+            coordinates).
+        typed: text typed in these steps (joined with a space).
+        keys: keys pressed (joined with ``+`` per chord, a space between presses).
+    """
+
+    kinds: list[str] = field(default_factory=list)
+    point: tuple[float, float] | None = None
+    typed: str = ""
+    keys: str = ""
+
+    def to_json(self) -> list[Any]:
+        return [self.kinds, None if self.point is None else [float(self.point[0]), float(self.point[1])],
+                self.typed, self.keys]
+
+    @classmethod
+    def from_json(cls, d: list[Any]) -> StepAction:
+        kinds, point, typed, keys = d
+        return cls([str(k) for k in kinds], None if point is None else (float(point[0]), float(point[1])),
+                   str(typed), str(keys))
+
+
+@dataclass
+class RunEvidence:
+    """The log's evidence for one run, aligned with its keyframes (``actions`` None: no usable log)."""
+
+    actions: list[StepAction] | None = None
+    claim: str | None = None  # "done" | "fail": the agent's last claim
+    answer: str = ""
+
+    @property
+    def pieces(self) -> list[str]:
+        """Which evidence pieces are present, in the order of :data:`PIECES` (``video`` always)."""
+        out = ["video"]
+        if self.actions is not None:
+            out.append("actions")
+            if any(a.point is not None for a in self.actions):
+                out.append("coordinates")
+            if any(a.typed for a in self.actions):
+                out.append("typed_text")
+        if self.claim:
+            out.append("claims")
+        if self.answer:
+            out.append("answer")
+        return [p for p in PIECES if p in out]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"actions": None if self.actions is None else [a.to_json() for a in self.actions],
+                "claim": self.claim, "answer": self.answer}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> RunEvidence:
+        if not d:
+            return cls()
+        acts = d.get("actions")
+        return cls(None if acts is None else [StepAction.from_json(a) for a in acts], d.get("claim"),
+                   str(d.get("answer") or ""))
+
+
+def _kind(action_type: str) -> str:
+    return _KIND_OF.get(action_type, "other")
+
+
+def from_trajectory(traj: Trajectory, keyframe_steps: list[int], width: int, height: int) -> RunEvidence:
+    """The evidence of ``traj``'s step log for its keyframes (``width`` x ``height``: the keyframes' size).
+
+    A log whose steps are all unparsed (type ``other`` without text or point: free text, element ids only) gives
+    ``actions`` None, so the run is judged as a plain recording. Points outside the screen are dropped (a log in
+    another coordinate space: logical pixels on a scaled display), never guessed into place.
+    """
+    steps = traj.steps
+    usable = [s for s in steps if s.action_type != "other" or s.x is not None or s.text]
+    claim: str | None = None
+    for s in steps:
+        said = _kind(s.action_type)
+        if said in ("done", "fail"):
+            claim = said
+    answer = str(traj.metadata.get("answer") or "") if isinstance(traj.metadata, dict) else ""
+    if not answer:
+        msgs = [s.text for s in steps if s.action_type == "message" and s.text]
+        answer = msgs[-1] if msgs else ""
+    if not usable:
+        return RunEvidence(None, claim, answer[:MAX_TEXT])
+    out: list[StepAction] = []
+    prev = -1
+    for k in keyframe_steps:
+        sa = StepAction()
+        for s in steps[prev + 1:k + 1]:
+            kind = _kind(s.action_type)
+            sa.kinds.append(kind)
+            if kind in ACTING and s.x is not None and s.y is not None and 0 <= s.x < width and 0 <= s.y < height:
+                sa.point = (float(s.x), float(s.y))
+            text = s.text
+            if not text and kind in ("type", "key") or s.action_type == "select" and not text:
+                text = parse_action(s.action).text  # a log that kept the call but not its argument
+            if text and (kind == "type" or s.action_type == "select"):  # a chosen option is a value too
+                sa.typed = (sa.typed + " " + text).strip()[:MAX_TEXT]
+            elif text and kind == "key":
+                sa.keys = (sa.keys + " " + text).strip()[:MAX_TEXT]
+        prev = k
+        out.append(sa)
+    return RunEvidence(out, claim, answer[:MAX_TEXT])
