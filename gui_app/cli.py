@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-onnx": ("gui_app.commands.export_onnx", "export a trained run to ONNX (checked against torch)"),
     "score": ("gui_app.commands.score", "score trajectories with the video reward model"),
     "model": ("gui_app.commands.model", "the active reward model: show it, use a fine-tuned one, reset"),
+    "judges": ("gui_app.commands.judges", "the judges installed (the built-in model, endpoints, ExeVRM) and their "
+                                          "options"),
     "eval": ("gui_app.commands.eval", "evaluate the reward model on a dataset (the full metrics table)"),
     "labels": ("gui_app.commands.labels", "import, list, audit, override and adjudicate human labels"),
     "queue": ("gui_app.commands.queue", "labelling queues: order items, assign k annotators each, progress"),

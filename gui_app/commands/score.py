@@ -1,5 +1,9 @@
-"""``rollscope score PATH... [--json] [--ray [ADDRESS]]``: score trajectories of any supported format with the reward
-model, here or on a Ray cluster.
+"""``rollscope score PATH... [--json] [--ray [ADDRESS]] [--judge NAME [OPTIONS]]``: score trajectories of any
+supported format with the reward model, or another judge, here or on a Ray cluster.
+
+``--judge`` picks the judge (``rollscope judges`` lists them; default: the built-in model) and ``--judge-option
+NAME=VALUE`` sets its options; ``--model``, ``--backend``, ``--endpoint`` and ``--weights`` are flags for the common
+ones. Every judge's scores go to the catalog under its own name (``Score.model``), beside the others'.
 
 Each trajectory's line (or JSON object) is printed as soon as it is scored, with a progress bar on stderr. With
 ``--ray`` the trajectories are fanned out to Ray workers that each load the model once
@@ -26,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from pathlib import Path
 
-from gui_app.commands.options import add_tasks_root, tasks_roots
+from gui_app.commands.options import add_judge, add_tasks_root, judge_choice, tasks_roots
 from gui_app.core.safety import printable
 
 if TYPE_CHECKING:
@@ -41,11 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "file)")
     p.add_argument("--json", action="store_true", help="one JSON object per trajectory on stdout")
     p.add_argument("--no-prune", dest="prune", action="store_false", help="feed every token (slower baseline)")
-    p.add_argument("--backend", choices=("onnx", "torch"), default="onnx", help="inference backend")
-    p.add_argument("--model", default=None, help="weights or run folder (default: the active model, see "
-                                                 "`rollscope model`)")
+    add_judge(p, "the built-in model's weights or run folder (default: the active model, see `rollscope model`); "
+                 "for --judge openai-compatible, the model name the server knows")
     p.add_argument("--catalog", default=None, help="catalog database to record the scores in")
-    p.add_argument("--batch-size", type=int, default=8, help="trajectories per forward pass")
+    p.add_argument("--batch-size", type=int, default=8,
+                   help="trajectories per forward pass (an endpoint judge sends a batch's requests concurrently)")
     p.add_argument("--root", default=None,
                    help="library root: media may be read from anywhere under it (default: the folder, when one "
                         "folder is given); media outside a trajectory's own folder and the library are not read")
@@ -87,13 +91,12 @@ def library_root(root: str | None, paths: list[str]) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from gui_app.commands.model import active_or
     from gui_app.commands.progress import bar
     from gui_app.core.library.folder import find_library_catalog
     from gui_app.core.scoring.batch import not_scored, summary
-    from models.runtime import RewardModel
+    from gui_app.judges.registry import load_judge
 
-    args.model = active_or(args.model)
+    judge, options = judge_choice(args)  # an unknown judge or option is named before anything is read
     if args.ray is not None and args.ray != "local" and Path(args.ray).exists():
         args.paths.append(args.ray)  # `--ray PATH`: argparse took a path for the address; it is a path
         args.ray = "local"
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         if args.ray is not None:
             from gui_app.core.scoring.cluster import score_on_ray
 
-            factory = partial(RewardModel.load, args.model, backend=args.backend)
+            factory = partial(load_judge, judge, options)
             stats = score_on_ray(paths, factory, address=args.ray, workers=args.workers, catalog=catalog,
                                  prune=args.prune, chunk=args.batch_size, on_outcome=show, library_root=root,
                                  tasks_roots=tasks_roots(args), instructions=instructions,
@@ -135,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             from gui_app.core.scoring.batch import score_many
 
-            model = RewardModel.load(args.model, backend=args.backend)
+            model = load_judge(judge, options)
+            for note in getattr(model, "notes", []):  # what the judge wants said once (ExeVRM on a CPU)
+                print(f"rollscope: warning: {printable(note)}", file=sys.stderr, flush=True)
             score_many(paths, model, catalog=catalog, prune=args.prune, batch_size=args.batch_size, on_outcome=show,
                        progress=lambda done, total: pbar.update(done - pbar.n), library_root=root,
                        tasks_roots=tasks_roots(args), instructions=instructions)
@@ -195,7 +200,12 @@ def print_outcome(oc: ScoreOutcome, as_json: bool) -> None:
             verdict = f"unknown (the model would say {verdict})"
         p = "?" if r.p_success is None else f"{r.p_success:.3f}"
         ms = "" if r.seconds is None else f"; {r.seconds * 1000:.0f} ms"
-        print(f"{printable(oc.key)}: p_success={p} -> {verdict}; tokens {r.tokens_kept}/{r.tokens_total}{ms}",
-              flush=True)
+        tokens = f"; tokens {r.tokens_kept}/{r.tokens_total}"
+        if r.usage:  # a judge that reads tokens: what it read and wrote (nothing this time when cached)
+            tokens = (f"; tokens {r.usage.get('prompt_tokens', '?')} in, {r.usage.get('completion_tokens', '?')} out"
+                      + (" (cached)" if r.usage.get("cached") else ""))
+        elif r.tokens_total is None:
+            tokens = ""
+        print(f"{printable(oc.key)}: p_success={p} -> {verdict}{tokens}{ms}", flush=True)
         for w in r.warnings:
             print(f"  note: {printable(w)}", flush=True)

@@ -43,7 +43,9 @@ class Scorer(Protocol[PreparedT]):
 
     :meth:`prepare` turns one trajectory into the model's input (decoding keyframes, pruning): it may raise a
     :class:`~gui_app.core.errors.RollscopeError` (no media), ``OSError`` or ``ValueError`` for that trajectory
-    only. :meth:`score_prepared` scores several prepared inputs in one forward pass. Neither may change the
+    only. :meth:`score_prepared` scores several prepared inputs in one forward pass; a judge whose verdict on one
+    input can fail alone (an answer that cannot be parsed, a request that failed) puts a
+    :class:`~gui_app.core.errors.RollscopeError` in that input's place instead of a score. Neither may change the
     trajectory it is given: the app scores the trajectory on screen from a worker thread.
 
     Attributes:
@@ -56,8 +58,9 @@ class Scorer(Protocol[PreparedT]):
         """The model's input for ``traj`` (``prune`` False keeps every token: the unpruned baseline)."""
         ...
 
-    def score_prepared(self, prepared: Sequence[PreparedT]) -> list[Score]:
-        """One :class:`~gui_app.core.scoring.score.Score` per prepared input, in order."""
+    def score_prepared(self, prepared: Sequence[PreparedT]) -> Sequence[Score | RollscopeError]:
+        """One :class:`~gui_app.core.scoring.score.Score` per prepared input, in order (or the error that stopped
+        that one)."""
         ...
 
 
@@ -190,6 +193,9 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
             return
         scores = model.score_prepared([prepared for _, prepared in pending])
         for (oc, _), score in zip(pending, scores, strict=True):
+            if isinstance(score, RollscopeError):
+                oc.error, oc.reason = str(score), FAILED
+                continue
             oc.result = score
             if catalog is not None:
                 catalog.set_score(oc.key, score)

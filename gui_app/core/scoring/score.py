@@ -53,6 +53,10 @@ class Score:
         evidence: what the verdict used: ``video`` always, and ``actions``, ``coordinates``, ``typed_text``,
             ``claims``, ``answer`` where the run's log had them (empty: not recorded, e.g. a score from before).
         text_reads: text crops the model recognised for this verdict (None: not measured).
+        usage: what a judge that reads tokens spent on this verdict (``prompt_tokens``, ``completion_tokens``;
+            ``cached`` 1 when the answer was read from the judge's cache, which cost nothing this time); empty for
+            the built-in model, whose ``tokens_kept`` / ``tokens_total`` say it.
+        rationale: the judge's own words for its verdict, when it gives them ('' otherwise).
     """
 
     p_success: float | None
@@ -73,6 +77,8 @@ class Score:
     scored_at: float | None = None
     evidence: list[str] = field(default_factory=list)
     text_reads: int | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    rationale: str = ""
 
     @property
     def verdict_text(self) -> str:
@@ -96,8 +102,10 @@ class Score:
         return abs(float(self.p_success) - float(self.threshold))
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-able summary ``rollscope score --json`` prints (no masks)."""
+        """The JSON-able summary ``rollscope score --json`` prints (no masks): ``model`` names the judge and its
+        settings."""
         return {"p_success": self.p_success, "success": self.success, "first_error_step": self.first_error_step,
                 "step_scores": self.step_scores, "tokens_total": self.tokens_total, "tokens_kept": self.tokens_kept,
                 "seconds": self.seconds, "warnings": self.warnings, "ood": self.ood, "unknown": self.unknown,
-                "threshold": self.threshold, "evidence": self.evidence, "text_reads": self.text_reads}
+                "threshold": self.threshold, "evidence": self.evidence, "text_reads": self.text_reads,
+                "model": self.model, "timings": self.timings, "usage": self.usage, "rationale": self.rationale}
