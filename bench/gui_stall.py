@@ -198,7 +198,7 @@ def main() -> int:
     log(f"scoring {score_n} recorded trajectories ...")
     beat.start()
     t0 = time.perf_counter()
-    win.score_library()
+    win.scorer.score_library()
     ok = run_until(app, lambda: bool(ended), timeout_s=1800)
     score_s = time.perf_counter() - t0
     score = beat.stop()

@@ -59,7 +59,7 @@ def main() -> int:
     def score_once() -> float:
         scored: list = []
         win.scorer.scored.connect(scored.append)
-        win.score_library()
+        win.scorer.score_library()
         if not run_until(app, lambda: bool(scored) and win.scorer.job is None, 600):
             raise RuntimeError(f"scoring did not finish: {win.notifier.history[-2:]}")
         win.scorer.scored.disconnect()

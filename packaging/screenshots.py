@@ -109,7 +109,7 @@ def main() -> int:
         suffix = "_standin_weights"
     scored: list = []
     win.scorer.scored.connect(scored.append)
-    win.score_library()  # the library's p(success) column with the verdicts, and every run's timeline
+    win.scorer.score_library()  # the library's p(success) column with the verdicts, and every run's timeline
     if not _wait(app, lambda: bool(scored) and win.scorer.job is None and not win.library.model.pending, 600):
         print(f"scoring did not finish: {win.notifier.history[-2:]}", file=sys.stderr)
     model = win.library.model
