@@ -154,6 +154,7 @@ class TextReader:
         if threads:
             so.intra_op_num_threads = threads
         so.log_severity_level = 3
+        so.enable_cpu_mem_arena = False  # crops of many widths: an arena keeps the largest batch's memory for good
         self.path = str(model_path or default_model_path())
         self.session = ort.InferenceSession(self.path, so, providers=["CPUExecutionProvider"])
         meta = self.session.get_modelmeta().custom_metadata_map
