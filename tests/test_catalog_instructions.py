@@ -14,25 +14,8 @@ from gui_app.core.errors import CatalogError
 from gui_app.core.library.catalog import SCHEMA_VERSION, Catalog
 from gui_app.core.scoring.batch import NO_INSTRUCTION, NOT_LOADED, score_many, summary, write_log
 from gui_app.core.scoring.instructions import Instructions, StoredInstruction, scopes, task_key
-from gui_app.core.scoring.score import Score
 from gui_app.core.trajectory.model import Trajectory
-from tests.gui.library_fixtures import write_native
-
-
-class FakeScorer:
-    """A reward model that judges nothing: it records the instruction each run was prepared with."""
-
-    name = "fake"
-
-    def __init__(self) -> None:
-        self.judged: dict[str, str] = {}
-
-    def prepare(self, traj: Trajectory, prune: bool = True) -> str:
-        self.judged[traj.source_path] = traj.instruction
-        return traj.instruction
-
-    def score_prepared(self, prepared: list[str]) -> list[Score]:
-        return [Score(p_success=0.75, threshold=0.5, success=True, model=self.name) for _ in prepared]
+from tests.gui.library_fixtures import InstructionRecorder as FakeScorer, write_native
 
 
 def library(root: Path) -> Path:

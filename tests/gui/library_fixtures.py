@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from gui_app.core.scoring.score import Score
+from gui_app.core.trajectory.model import Trajectory
+
 
 def write_native(directory: Path, *, id: str, instruction: str, n_steps: int = 3, success: bool | None = True,
                  task: str | None = None, app: str | None = None, fps: float | None = None,
@@ -93,3 +96,20 @@ def open_and_wait(qtbot, win, path, activate: bool = False, timeout: int = 60_00
     if activate:
         win.activateWindow()
         qtbot.waitActive(win)
+
+
+class InstructionRecorder:
+    """A scorer that judges nothing: it records the instruction each run was prepared with (what the instruction
+    tests check: which instruction reached the judge), and answers one fixed score."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.judged: dict[str, str] = {}
+
+    def prepare(self, traj: Trajectory, prune: bool = True) -> str:
+        self.judged[traj.source_path] = traj.instruction
+        return traj.instruction
+
+    def score_prepared(self, prepared: list[str]) -> list[Score]:
+        return [Score(p_success=0.75, threshold=0.5, success=True, model=self.name) for _ in prepared]

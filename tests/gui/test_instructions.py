@@ -10,27 +10,9 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
-from gui_app.core.scoring.score import Score
-from gui_app.core.trajectory.model import Trajectory
 from gui_app.qt.library_view import COL_AGENT, COL_DOMAIN, COL_RUN_FOLDER, COL_TASK
 from gui_app.qt.main_window import MainWindow
-from tests.gui.library_fixtures import open_and_wait, write_native
-
-
-class FakeScorer:
-    """A reward model that records the instruction each run was judged against."""
-
-    name = "fake"
-
-    def __init__(self) -> None:
-        self.judged: dict[str, str] = {}
-
-    def prepare(self, traj: Trajectory, prune: bool = True) -> str:
-        self.judged[traj.source_path] = traj.instruction
-        return traj.instruction
-
-    def score_prepared(self, prepared: list[str]) -> list[Score]:
-        return [Score(p_success=0.75, threshold=0.5, success=True, model=self.name) for _ in prepared]
+from tests.gui.library_fixtures import InstructionRecorder as FakeScorer, open_and_wait, write_native
 
 
 def library(root: Path) -> Path:
