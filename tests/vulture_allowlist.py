@@ -28,6 +28,7 @@ _.sample_rate
 _.intra_op_num_threads
 _.inter_op_num_threads
 _.log_severity_level
+_.enable_cpu_mem_arena
 _.binary_location
 _.anchors
 # Fields of dataclasses written whole (asdict, JSON, the store's columns) and read by name there.

@@ -269,11 +269,33 @@ class FolderWalk:
         signature: the folder's signature then.
         importer: the importer that claimed the folder as a unit; None when none did (it was walked into).
         files: for a folder walked into, the importer that claimed each direct file (None: none did).
+        entries: for a unit, the names of its direct entries: a rescan checks its signature by their stats alone,
+            without listing the folder (:func:`unit_signature`).
     """
 
     signature: Signature
     importer: str | None
     files: dict[str, str | None] = field(default_factory=dict)
+    entries: tuple[str, ...] = ()
+
+
+def unit_signature(path: str, entries: Sequence[str]) -> Signature | None:
+    """:func:`signature` of the folder ``path`` from the stats of the folder and of ``entries``, the names its
+    listing held when a walk last saw it, without listing it again: one ``stat`` per entry instead of reading the
+    folder (with :func:`walk_units`, a rescan of 100,000 unchanged runs: 4.1 -> 2.8 s). The same value as
+    :func:`signature` while the folder holds the same names: adding, removing or renaming one changes the folder's
+    own modification time, past every time it held before, which the signature's largest time then shows. None when
+    an entry cannot be looked at (gone, a dangling symlink): the folder is then listed as usual."""
+    try:
+        size, mtime = 0, os.stat(path).st_mtime_ns
+        for name in entries:
+            st = os.stat(os.path.join(path, name))
+            mtime = max(mtime, st.st_mtime_ns)
+            if stat.S_ISREG(st.st_mode):
+                size += st.st_size
+    except OSError:
+        return None
+    return size, mtime, len(entries)
 
 
 def _named(name: str | None) -> Importer | None:
@@ -288,8 +310,17 @@ def _named(name: str | None) -> Importer | None:
 def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None,
                memo: Mapping[str, FolderWalk] | None = None,
                seen: dict[str, FolderWalk] | None = None) -> Iterator[tuple[Path, Importer]]:
-    """Walk ``root`` and yield every unit with its importer. A recognised directory is not descended into;
-    files are units only for the file formats (ATIF, AgentNet, Who&When, Inspect, AgentNetBench).
+    """Walk ``root`` and yield every unit with its importer: :func:`walk_units`, each unit as a Path."""
+    for path, imp in walk_units(root, unrecognised, memo, seen):
+        yield Path(path), imp
+
+
+def walk_units(root: str | Path, unrecognised: UnrecognisedFn | None = None,
+               memo: Mapping[str, FolderWalk] | None = None,
+               seen: dict[str, FolderWalk] | None = None) -> Iterator[tuple[str, Importer]]:
+    """Walk ``root`` and yield every unit (its path as text: a scan of 100,000 units stores text, and building a
+    Path for each cost it 0.6 s) with its importer. A recognised directory is not descended into; files are units
+    only for the file formats (ATIF, AgentNet, Who&When, Inspect, AgentNetBench).
 
     Args:
         root: the folder (or one file) to walk.
@@ -298,14 +329,15 @@ def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None,
             hidden folder that is not searched. Nothing is dropped in silence: a scan counts these.
         memo: what an earlier walk decided per folder (by path): a folder whose :func:`signature` did not change
             keeps its decisions (whether it is a unit, which of its files are) without asking every importer
-            again, which is most of a rescan's time. It is still listed, and its subfolders walked.
+            again, which is most of a rescan's time. A unit is then not even listed (:func:`unit_signature`); a
+            folder walked into is listed, and its subfolders walked.
         seen: filled with this walk's decision for every folder it lists, for the next walk's ``memo``.
     """
     root = Path(root)
     if root.is_file():
         imp = detect(root)
         if imp is not None:
-            yield root, imp
+            yield str(root), imp
         elif unrecognised is not None:
             unrecognised(root, "no importer recognises this file")
         return
@@ -317,6 +349,16 @@ def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None,
     keep = memo is not None or seen is not None
     while stack:
         d, beside_files = stack.pop()
+        known = memo.get(d) if memo is not None else None
+        if known is not None and known.importer is not None and known.entries \
+                and unit_signature(d, known.entries) == known.signature:
+            imp = _named(known.importer)
+            if imp is not None:  # an unchanged unit, found without listing its folder
+                if seen is not None:
+                    seen[d] = known
+                if not (beside_files and imp.name == "image_folder"):
+                    yield d, imp
+                continue
         entries: list[os.DirEntry[str]] | None
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
@@ -336,9 +378,9 @@ def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None,
             imp = detect(Path(d))
         if imp is not None:
             if seen is not None and sig is not None:
-                seen[d] = FolderWalk(sig, imp.name)
+                seen[d] = FolderWalk(sig, imp.name, entries=tuple(e.name for e in entries or ()))
             if not (beside_files and imp.name == "image_folder"):
-                yield Path(d), imp
+                yield d, imp
             continue
         if entries is None:
             if unrecognised is not None:
@@ -362,14 +404,14 @@ def find_units(root: str | Path, unrecognised: UnrecognisedFn | None = None,
                 if why.startswith("symlink loop"):  # links are not followed; a loop is still worth saying
                     unrecognised(Path(e.path), why)
             elif e.is_file(follow_symlinks=False):
-                if old is not None and e.name in old.files:
+                if old is not None and old.importer is None and e.name in old.files:
                     found = _named(old.files[e.name])
                 else:
                     found = detect(Path(e.path))
                 decided[e.name] = None if found is None else found.name
                 if found is not None and found.name in FILE_UNITS:
                     has_files = True
-                    yield Path(e.path), found
+                    yield e.path, found
                 elif os.path.splitext(e.name)[1].lower() in CANDIDATE_EXTS:
                     loose.append(Path(e.path))
         if unrecognised is not None:
