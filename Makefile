@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first and exactly 2.13.0: the CPU build found locally (any other spec pulls CUDA packages)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[train,collect,dev,package,teams,cluster]'
+	$(BIN)/python -m pip install --quiet -e '.[train,collect,dev,package,teams,cluster,exevrm]'
 	@touch $(STAMP)
 
 install: system-deps $(STAMP)
@@ -57,8 +57,10 @@ bench: install
 screenshots: install
 	xvfb-run -a -s "-screen 0 1600x1000x24" $(BIN)/python packaging/screenshots.py docs/screenshots
 
+# The one-folder app in dist/rollscope/ (PyInstaller, packaging/rollscope.spec) with its .desktop entry, icon and
+# README, packed as dist/rollscope-VERSION-linux-ARCH.tar.gz (packaging/build.py).
 package: install
-	$(BIN)/pyinstaller --noconfirm --distpath dist --workpath build/pyinstaller packaging/rollscope.spec
+	$(BIN)/python packaging/build.py --dist dist --work build/pyinstaller
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
