@@ -30,6 +30,7 @@ from typing import Any
 class EndpointServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.received = threading.Event()  # set at the first request: a test waits on it, not on a clock
         self.lock = threading.Lock()
         self.inflight = 0
         self.max_inflight = 0
@@ -46,6 +47,7 @@ class EndpointServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
                 with server.lock:
                     server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                    server.received.set()
                     server.inflight += 1
                     server.max_inflight = max(server.max_inflight, server.inflight)
                 try:
