@@ -82,11 +82,21 @@ def main(argv: list[str] | None = None) -> int:
         print("rollscope: error: out of memory", file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 -- the last line of defence: one line instead of a traceback
+        missing = exc.name or "" if isinstance(exc, ModuleNotFoundError) else ""
+        extra = _EXTRAS.get(missing.split(".")[0])
+        if extra is not None:  # an optional part this install (the desktop bundle, a plain pip install) lacks
+            print(f"rollscope: error: {args.command} needs {missing}, which this install does not have: "
+                  f"pip install 'rollscope[{extra}]'", file=sys.stderr)
+            return 1
         if os.environ.get("ROLLSCOPE_DEBUG"):
             raise
         print(f"rollscope: internal error (please report it; ROLLSCOPE_DEBUG=1 shows where): "
               f"{printable(clip(f'{type(exc).__name__}: {exc}'))}", file=sys.stderr)
         return 70  # EX_SOFTWARE
+
+
+# Optional packages and the extra that installs each (pyproject.toml).
+_EXTRAS = {"torch": "train", "ray": "cluster", "transformers": "exevrm", "psycopg": "teams"}
 
 
 def _reader_gone() -> int:

@@ -139,3 +139,20 @@ def test_missing_paths_are_one_line(capsys, argv):
     code, out, err = run_cli(capsys, *argv)
     assert code == 1
     assert "/nonexistent/" in one_line(err)
+
+
+@pytest.mark.parametrize("command, module, extra", [
+    (["train", "--data", str(REPO / "resources" / "samples"), "--out", "{tmp}/run"], "torch", "train"),
+])
+def test_a_command_whose_optional_part_is_not_installed_says_which_extra_to_install(tmp_path, command, module, extra):
+    """The desktop bundle and a plain install leave torch (training), Ray and transformers out: a command that needs
+    one says so and names the pip extra, in one line, instead of an internal error."""
+    from hostile_helpers import one_error_line
+
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in command]
+    code = (f"import sys; sys.modules[{module!r}] = None\n"  # import {module} fails as it does where it is absent
+            f"from gui_app.cli import main\nsys.exit(main({argv!r}))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1
+    line = one_error_line(res.stderr)
+    assert f"needs {module}" in line and f"pip install 'rollscope[{extra}]'" in line
