@@ -11,7 +11,8 @@ reads the request as vLLM or Ollama would, and answers by the model name it is a
 - ``limited``: 429 with ``Retry-After: 0`` for the first request of each run, then ``judge-pass``'s answer;
 - ``down``: 503 always;
 - ``echo``: 400 whose body echoes the request's headers (as a careless proxy might);
-- ``slow``: ``judge-pass``'s answer after 0.3 s.
+- ``slow``: ``judge-pass``'s answer, held until ``slow_batch`` requests are in flight together (at most 5 s): a
+  client that sends one at a time waits the 5 s and is seen holding one.
 
 It records every request (headers, body) and the most requests it held at once.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,6 +34,8 @@ class EndpointServer:
         self.lock = threading.Lock()
         self.inflight = 0
         self.max_inflight = 0
+        self.slow_batch = 3
+        self.slow_release = threading.Event()  # set once slow_batch requests are held at once
         self.seen: Counter[str] = Counter()
         server = self
 
@@ -50,6 +52,8 @@ class EndpointServer:
                     server.received.set()
                     server.inflight += 1
                     server.max_inflight = max(server.max_inflight, server.inflight)
+                    if server.inflight >= server.slow_batch:
+                        server.slow_release.set()
                 try:
                     status, payload, extra = server.answer(self.path, dict(self.headers), body)
                 finally:
@@ -73,6 +77,7 @@ class EndpointServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def stop(self) -> None:
+        self.slow_release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(5)
@@ -116,7 +121,7 @@ class EndpointServer:
         elif model == "echo":
             return 400, {"error": {"message": f"bad request with headers {headers}"}}, {}
         elif model == "slow":
-            time.sleep(0.3)
+            self.slow_release.wait(5)
             content = json.dumps(passed)
         else:
             return 404, {"error": {"message": f"model {model} not found"}}, {}

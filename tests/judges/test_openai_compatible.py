@@ -177,7 +177,7 @@ def test_requests_run_concurrently(library, server):
     t0 = time.perf_counter()
     results = judge.score_prepared(prepared)
     assert all(r.success for r in results)
-    assert server.max_inflight == 3 and time.perf_counter() - t0 < 0.85  # three 0.3 s answers at once
+    assert server.max_inflight == 3 and time.perf_counter() - t0 < 0.85  # three held, answered together
 
 
 def test_cancel_stops_the_waits_and_the_requests_not_sent(library, server):
@@ -187,7 +187,7 @@ def test_cancel_stops_the_waits_and_the_requests_not_sent(library, server):
     got: list = []
     worker = threading.Thread(target=lambda: got.extend(judge.score_prepared(prepared)))
     worker.start()
-    assert server.received.wait(10)  # the first request is being answered (slowly)
+    assert server.received.wait(10)  # the first request was answered (503: the judge now backs off)
     judge.cancel()
     worker.join(5)
     assert not worker.is_alive()
