@@ -78,6 +78,9 @@ _TYPE_BY_NAME = {
 }
 
 _BARE = {"DONE": "done", "FAIL": "fail", "WAIT": "wait"}
+# A command run in a shell tool rather than typed on screen: "BASH <command>" (Anthropic's bash tool as the OSWorld
+# security fork logs it), "$ <command>".
+_SHELL = re.compile(r"^(?:BASH|SHELL|\$)\s+(\S.*)$", re.S)
 # The longest action parsed as code (characters); longer ones are read from their first words.
 MAX_PARSED_CHARS = 10_000
 # What Python's parser raises for input it cannot take, besides a syntax error: too deep for its stack.
@@ -203,6 +206,9 @@ def _parse(src: str) -> ParsedAction:
         return ParsedAction()
     if src.upper() in _BARE:
         return ParsedAction(_BARE[src.upper()])
+    shell = _SHELL.match(src)
+    if shell:
+        return ParsedAction("shell", text=shell.group(1).strip())
     try:
         tree = ast.parse(src)
     except _UNPARSABLE:

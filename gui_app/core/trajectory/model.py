@@ -31,6 +31,7 @@ ACTION_TYPES = (
     "done",
     "fail",
     "message",
+    "shell",
     "other",
 )
 
