@@ -25,7 +25,8 @@ from gui_app.core.trajectory.model import Trajectory
 KINDS = ("click", "type", "key", "scroll", "drag", "move", "done", "fail", "wait", "other")
 _KIND_OF = {"click": "click", "double_click": "click", "right_click": "click", "select": "click",
             "type": "type", "key": "key", "hotkey": "key", "scroll": "scroll", "drag": "drag", "move": "move",
-            "done": "done", "fail": "fail", "wait": "wait", "message": "done", "navigate": "other"}
+            "done": "done", "fail": "fail", "wait": "wait", "message": "done", "navigate": "other",
+            "shell": "type"}
 #: Typed or pressed text kept per keyframe (characters).
 MAX_TEXT = 200
 #: Kinds whose point is where the agent acted (a hover or a scroll position is not).
@@ -129,13 +130,19 @@ def from_trajectory(traj: Trajectory, keyframe_steps: list[int], width: int, hei
         return RunEvidence(None, claim, answer[:MAX_TEXT])
     out: list[StepAction] = []
     prev = -1
+    pointer: tuple[float, float] | None = None  # where the pointer is: pyautogui.click() clicks there
     for k in keyframe_steps:
         sa = StepAction()
         for s in steps[prev + 1:k + 1]:
             kind = _kind(s.action_type)
             sa.kinds.append(kind)
-            if kind in ACTING and s.x is not None and s.y is not None and 0 <= s.x < width and 0 <= s.y < height:
-                sa.point = (float(s.x), float(s.y))
+            at = (float(s.x), float(s.y)) if s.x is not None and s.y is not None else None
+            if at is None and kind == "click":
+                at = pointer  # moveTo(x, y) then click(): the click is where the move left the pointer
+            if at is not None:
+                pointer = at
+            if kind in ACTING and at is not None and 0 <= at[0] < width and 0 <= at[1] < height:
+                sa.point = at
             text = s.text
             if not text and kind in ("type", "key") or s.action_type == "select" and not text:
                 text = parse_action(s.action).text  # a log that kept the call but not its argument
