@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dataset": ("gui_app.commands.dataset", "build train/val/test splits and a manifest from recorded trajectories"),
     "train": ("gui_app.commands.train", "train the video reward model on a recorded dataset, or fine-tune it on "
                                         "the library's labels (--from-labels)"),
+    "train-harm": ("gui_app.commands.train_harm", "train the harm judge beside the reward model on runs whose harm "
+                                                  "is known (the desktop recorder's threat scenarios)"),
     "export-onnx": ("gui_app.commands.export_onnx", "export a trained run to ONNX (checked against torch)"),
     "score": ("gui_app.commands.score", "score trajectories with the video reward model"),
     "model": ("gui_app.commands.model", "the active reward model: show it, use a fine-tuned one, reset"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -193,6 +194,7 @@ class Example:
     warnings: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)  # the pieces used (models.evidence.PIECES)
     reads: int = 0  # text crops recognised
+    harm: Any = None  # the harm judge's cue rows (models.harm.HarmInput), when the model has a harm judge
 
     @property
     def n_frames(self) -> int:

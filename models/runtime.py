@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from gui_app.core.scoring.score import Score
+from gui_app.core.scoring.score import Safety, Score
 from gui_app.core.trajectory.model import Trajectory
 from models.checkpoint import RUN_FILE, WEIGHTS_FILE, Checkpoint, ModelLoadError
 from models.config import ModelConfig
 from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example, perceive_run
+from models.harm import HarmHead, harm_input
 from models.perception import Perceiver
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -119,6 +120,7 @@ class RewardModel:
         ood = checkpoint.ood
         self._ood = (np.array(ood.mean), np.array(ood.std), np.array(ood.precision), ood.scale)
         self._range = ood.summary_range  # None in weights from before summary ranges: the distance alone
+        self.harm: HarmHead | None = None  # the harm judge beside it (weights from before it have none)
 
     @classmethod
     def load(cls, path: str | Path | None = None, backend: str = "onnx", threads: int = 2) -> RewardModel:
@@ -151,7 +153,9 @@ class RewardModel:
             impl = _TorchBackend(ck.state_dict or {}, ck.net, threads)
         perceiver = Perceiver(PointerDetector(ck.pointer, threads=threads), TextReader(threads=threads),
                               ck.perception)
-        return cls(ck, impl, perceiver, f"{p.name}:{backend}")
+        model = cls(ck, impl, perceiver, f"{p.name}:{backend}")
+        model.harm = HarmHead.load(p, threads=1)
+        return model
 
     def featurize(self, traj: Trajectory, prune: bool = True, use_log: bool = True) -> Example:
         """Keyframes, perception and features of one trajectory (``prune`` False: every token, the baseline;
@@ -166,6 +170,8 @@ class RewardModel:
         percept = perceive_run(self.perceiver, traj, kf, prune=prune, use_log=use_log)
         t0 = time.perf_counter()
         ex = make_example(percept, traj.instruction, kf.steps, use_log=use_log)
+        if self.harm is not None:
+            ex.harm = harm_input(traj, percept, kf.steps, use_log=use_log)
         ex.timings["decode"] = t_decode
         ex.timings["features"] = time.perf_counter() - t0
         return ex
@@ -227,6 +233,7 @@ class RewardModel:
         for j, k in enumerate(ex.keyframe_steps):
             if k < n_steps:
                 step_scores[k] = float(dist[j])
+        safety = self._safety(ex, n_steps)
         success = p >= self.threshold
         first = None if success or not ex.keyframe_steps else int(ex.keyframe_steps[int(np.argmax(dist))])
         timings = dict(ex.timings)
@@ -247,7 +254,16 @@ class RewardModel:
                      tokens_kept=ex.tokens_kept, tokens_total=ex.tokens_total, model=self.name, ood=ood,
                      unknown=ood > OOD_LIMIT or bool(outside) or not instruction.strip(), warnings=warnings,
                      seconds=float(sum(timings.values())), timings=timings, evidence=list(ex.evidence),
-                     text_reads=ex.reads)
+                     text_reads=ex.reads, safety=safety)
+
+    def _safety(self, ex: Example, n_steps: int) -> Safety | None:
+        """The harm verdict beside success (None: these weights have no harm judge)."""
+        if self.harm is None or ex.harm is None:
+            return None
+        t0 = time.perf_counter()
+        out = self.harm.judge(ex.harm, n_steps)
+        ex.timings["harm"] = time.perf_counter() - t0
+        return out
 
     def score(self, traj: Trajectory, prune: bool = True, use_log: bool = True) -> Score:
         """Score one trajectory (see the module docstring).
