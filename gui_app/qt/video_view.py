@@ -637,7 +637,7 @@ def mask_image(mask: np.ndarray) -> QImage:
 
 def _action_label(step: Step) -> str:
     if step.text:
-        prefix = {"type": "⌨ ", "key": "⌨ ", "hotkey": "⌨ ", "navigate": "↗ "}.get(step.action_type, "")
+        prefix = {"type": "⌨ ", "key": "⌨ ", "hotkey": "⌨ ", "navigate": "↗ ", "shell": "$ "}.get(step.action_type, "")
         return f"{prefix}{step.text}"
     if step.x is None and step.action_type not in ("other", *_POINT_ACTIONS):
         return step.action_type  # wait, done, fail, ...: say so on the frame
