@@ -52,7 +52,7 @@ from gui_app.core.library.rows import RowSet, pick
 from gui_app.core.trajectory.formats import FolderWalk, signature, split_selector
 from gui_app.core.trajectory.identity import trajectory_key
 from gui_app.core.scoring.instructions import TASK_CONFIG, USER, Instructions, StoredInstruction, task_key
-from gui_app.core.scoring.score import Score, verdict
+from gui_app.core.scoring.score import Safety, Score, verdict
 from gui_app.core.trajectory.model import Trajectory
 
 CATALOG_DIR = ".rollscope"
@@ -94,12 +94,15 @@ sqlite3.register_converter(_BOOL_TYPE, defaultdict(lambda: True, {b"0": False}).
 _COLUMNS = f"""t.key, t.id, t.path, t.format, t.instruction, t.task, t.n_steps, t.duration,
     t.success AS "success [{_BOOL_TYPE}]", t.score, t.outcome_source, s.p_success, s.first_error_step, t.error,
     s.threshold, s.success AS "model_success [{_BOOL_TYPE}]", t.ref, s.unknown AS "model_unknown [{_BOOL_TYPE}]",
-    t.run_folder, t.domain, t.agent"""
+    t.run_folder, t.domain, t.agent, s.p_harm, s.harmful AS "model_harmful [{_BOOL_TYPE}]",
+    s.harm_unknown AS "harm_unknown [{_BOOL_TYPE}]"
+"""
 _SELECT = f"SELECT {_COLUMNS} FROM trajectories t {_JOIN}"
 # A score's columns, as set_score writes them and latest_score reads them.
 _SCORE_COLUMNS = ("key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, "
                   "keyframe_steps, mask_shapes, masks, threshold, success, ood, warnings, seconds, timings, unknown, "
-                  "evidence, text_reads")
+                  "evidence, text_reads, p_harm, harmful, harm_unknown, first_harmful_step, harm_category, "
+                  "safety_json")
 # The columns a scan writes (a row's score is read from latest_scores, never stored in the row).
 _SCAN_COLUMNS = ("key, id, path, format, instruction, task, app, n_steps, duration, success, score, outcome_source, "
                  "has_video, error, warnings, scanned_at, search, ref, run_folder, domain, agent, task_key")
@@ -135,6 +138,11 @@ class CatalogRow(NamedTuple):
         run_folder: the run's folder as its format names it (``metadata["run_folder"]``), when it does.
         domain: the run's domain (``metadata["domain"]``), when the format has one.
         agent: the agent or model that ran it (:attr:`Trajectory.agent`), when known.
+        p_harm: the latest score's probability that the run did harm (:attr:`Score.safety
+            <gui_app.core.scoring.score.Score.safety>`); None when it has no harm verdict.
+        model_harmful: the latest score's harm verdict (True harmful, False safe); None when unknown or none.
+        harm_unknown: the latest score's harm judge cannot say (True), or can (False); None when the latest score
+            has no harm verdict at all (never scored, a score from before, a judge that gives none).
 
     The rest of what the catalog knows of a trajectory (app, video, warnings, scoring model) is in
     :meth:`Catalog.info`; keeping rows to these fields keeps a 10,000-row query fast.
@@ -161,6 +169,9 @@ class CatalogRow(NamedTuple):
     run_folder: str | None = None
     domain: str | None = None
     agent: str | None = None
+    p_harm: float | None = None
+    model_harmful: bool | None = None
+    harm_unknown: bool | None = None
 
 
 class ModelUse(NamedTuple):
@@ -308,6 +319,19 @@ def _metadata_text(metadata: dict[str, Any], name: str) -> str | None:
     if value is None or value == "":
         return None
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _safety_columns(safety: Safety | None) -> tuple[Any, ...]:
+    """What :meth:`Catalog.set_score` stores of a harm verdict (migration 14): ``p_harm``, ``harmful``,
+    ``harm_unknown``, ``first_harmful_step``, ``harm_category`` (the fields queries read, as columns) and the whole
+    of it as JSON (what :meth:`Catalog.latest_score` gives back); all None without one."""
+    if safety is None:
+        return (None,) * 6
+    unknown = safety.verdict_text == "unknown"
+    return (None if safety.p_harm is None else float(safety.p_harm),
+            None if safety.harmful is None else int(bool(safety.harmful)), int(unknown),
+            None if safety.first_harmful_step is None else int(safety.first_harmful_step),
+            _sql_value(safety.category or None), json.dumps(safety.to_json()))
 
 
 class Catalog:
@@ -790,13 +814,16 @@ class Catalog:
             old = cached[1]
             rows = list(old.rows)
             new = conn.execute("SELECT key, p_success, first_error_step, threshold, "
-                               f"success AS \"success [{_BOOL_TYPE}]\", unknown AS \"unknown [{_BOOL_TYPE}]\" "
+                               f"success AS \"success [{_BOOL_TYPE}]\", unknown AS \"unknown [{_BOOL_TYPE}]\", "
+                               f"p_harm, harmful AS \"harmful [{_BOOL_TYPE}]\", "
+                               f"harm_unknown AS \"harm_unknown [{_BOOL_TYPE}]\" "
                                "FROM latest_scores WHERE score_id > ?", (cached[0][1],))
-            for ref, p_success, first_error_step, threshold, verdict, unknown in new:
+            for ref, p_success, first_error_step, threshold, verdict, unknown, p_harm, harmful, harm_unknown in new:
                 i = old.position(ref)
                 if i is not None:
                     rows[i] = rows[i]._replace(p_success=p_success, first_error_step=first_error_step,
-                                               threshold=threshold, model_success=verdict, model_unknown=unknown)
+                                               threshold=threshold, model_success=verdict, model_unknown=unknown,
+                                               p_harm=p_harm, model_harmful=harmful, harm_unknown=harm_unknown)
             rowset = self._rowset(rows, old)
         else:
             rows = _shared_rows(conn.execute(_SELECT))
@@ -861,6 +888,8 @@ class Catalog:
                 labels ``label_refs`` matched.
             filters: any of ``format`` (a name or a list), ``success`` (True, False, or None / 'unknown'),
                 ``has_error`` (bool), ``task``, ``min_p_success``, ``max_p_success``, ``scored`` (bool),
+                ``harmful`` (the latest score's harm verdict: True harmful, False safe, 'unknown' the judge cannot
+                say, 'none' no harm verdict), ``min_p_harm``,
                 ``label_refs`` ({word: library keys} whose labels hold the word, from the label store).
             order_by: a :class:`CatalogRow` field; text sorts ignore case, ties break by key.
             descending: reverse the order (missing values still sort last).
@@ -1091,7 +1120,7 @@ class Catalog:
                   opt(score.ood, float), json.dumps(list(score.warnings)), opt(score.seconds, float),
                   json.dumps({str(k): float(v) for k, v in score.timings.items()}), int(bool(score.unknown)),
                   json.dumps([str(e) for e in score.evidence]) if score.evidence else None,
-                  opt(score.text_reads, int))
+                  opt(score.text_reads, int), *_safety_columns(score.safety))
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -1112,23 +1141,26 @@ class Catalog:
 
     def latest_score(self, key: str) -> Score | None:
         """The latest score of ``key`` (any name of the trajectory: :meth:`score_key`), whole (per-step scores,
-        pruning masks, threshold and verdict), or None when it was never scored. A score stored without masks (or
-        before schema version 3) has ``masks == []``; one stored before version 5 has no threshold, verdict, warnings
-        or timings."""
+        pruning masks, threshold and verdict, the harm verdict), or None when it was never scored. A score stored
+        without masks (or before schema version 3) has ``masks == []``; one stored before version 5 has no threshold,
+        verdict, warnings or timings; one stored before version 14 (or by a judge that gives none) has no harm verdict
+        (``safety`` None)."""
         with self._reading("read a score"):
             row = self._conn().execute(f"SELECT {_SCORE_COLUMNS} FROM latest_scores WHERE key = ?",
                                        (self.score_key(key),)).fetchone()
         if row is None:
             return None
         (_key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, kf, shapes,
-         blob, threshold, success, ood, warnings, seconds, timings, unknown, evidence, text_reads) = row
+         blob, threshold, success, ood, warnings, seconds, timings, unknown, evidence, text_reads, *_harm_columns,
+         safety_json) = row
         masks = unpack_masks(shapes, blob)
         return Score(p_success=p_success, threshold=threshold, success=None if success is None else bool(success),
                      first_error_step=first_error_step, step_scores=json.loads(step_scores or "[]"), masks=masks,
                      keyframe_steps=json.loads(kf) if masks and kf else [], tokens_kept=tokens_kept,
                      tokens_total=tokens_total, model=model or "", ood=ood, warnings=json.loads(warnings or "[]"),
                      seconds=seconds, timings=json.loads(timings or "{}"), scored_at=scored_at,
-                     unknown=bool(unknown), evidence=json.loads(evidence or "[]"), text_reads=text_reads)
+                     unknown=bool(unknown), evidence=json.loads(evidence or "[]"), text_reads=text_reads,
+                     safety=Safety.from_json(json.loads(safety_json)) if safety_json else None)
 
 
     # -- model versions ------------------------------------------------------------------------------------
@@ -1253,12 +1285,13 @@ def _shared_rows(cursor: Iterable[tuple[Any, ...]]) -> list[CatalogRow]:
     keep = shared.setdefault
     out = []
     for (key, id_, path, fmt, instruction, task, n_steps, duration, success, score, source, p_success, first_error,
-         error, threshold, model_success, ref, model_unknown, run_folder, domain, agent) in cursor:
+         error, threshold, model_success, ref, model_unknown, run_folder, domain, agent, p_harm, model_harmful,
+         harm_unknown) in cursor:
         out.append(_new_row((
             key, id_, key if path == key else path, fmt and keep(fmt, fmt), instruction, task and keep(task, task),
             n_steps, duration, success, score, source and keep(source, source), p_success, first_error, error,
             threshold, model_success, ref, model_unknown, run_folder, domain and keep(domain, domain),
-            agent and keep(agent, agent))))
+            agent and keep(agent, agent), p_harm, model_harmful, harm_unknown)))
     return out
 
 

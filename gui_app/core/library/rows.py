@@ -31,7 +31,9 @@ from gui_app.core.errors import CatalogError
 # it is looked for in the search text alone.
 FACT_WORDS = ("error", "success", "failure", "unknown")
 FILTER_KEYS = frozenset({"format", "success", "has_error", "task", "min_p_success", "max_p_success", "scored",
-                         "label_refs"})
+                         "label_refs", "harmful", "min_p_harm"})
+# The harm filter's values (``filters["harmful"]``) as the harm column codes them (see RowSet._column).
+HARM_CODES = {True: 1, False: 0, "unknown": -1, "none": -2}
 _WORDS_KEPT = 64  # searched words whose matches are kept (a user typing and deleting comes back to them)
 _SELECTIONS_KEPT = 8  # (search, filters) whose rows are kept: the library's count, then its pages, ask the same
 
@@ -171,6 +173,16 @@ class RowSet:
                 keep(np.less_equal(self._column("p_success"), float(f["max_p_success"])))
         if f.get("scored") is not None:
             keep(self._column("scored") if f["scored"] else ~self._column("scored"))
+        if f.get("harmful") is not None:
+            h = f["harmful"]
+            code = HARM_CODES.get(h if isinstance(h, str) else bool(h))
+            if code is None:
+                raise CatalogError(f"unknown harm filter {h!r}; known: True (harmful), False (safe), 'unknown', "
+                                   "'none' (no harm verdict)")
+            keep(self._column("harmful") == code)
+        if f.get("min_p_harm") is not None:
+            with np.errstate(invalid="ignore"):
+                keep(np.greater_equal(self._column("p_harm"), float(f["min_p_harm"])))
         return mask
 
     def _word(self, word: str, mask: np.ndarray | None, label_refs: Mapping[str, Sequence[str]]) -> np.ndarray:
@@ -221,7 +233,8 @@ class RowSet:
 
     def _column(self, name: str) -> np.ndarray:
         """A filter column as an array, made once: ``success`` (1, 0, -1), ``error`` (bool), ``p_success`` (NaN
-        when none), ``scored`` (bool: the row has a latest score)."""
+        when none), ``scored`` (bool: the row has a latest score), ``harmful`` (the latest score's harm verdict as
+        :data:`HARM_CODES` code it), ``p_harm`` (NaN when none)."""
         got = self._columns.get(name)
         if got is not None:
             return got
@@ -234,6 +247,12 @@ class RowSet:
             col = np.fromiter((np.nan if v is None else float(v) for v in self._values("p_success")), np.float64, n)
         elif name == "scored":  # a latest score always says whether it is unknown (never NULL in the store)
             col = np.fromiter((v is not None for v in self._values("model_unknown")), bool, n)
+        elif name == "harmful":  # harm_unknown is NULL only without a harm verdict (migration 14)
+            col = np.fromiter((-2 if unknown is None else -1 if unknown or harmful is None else int(harmful)
+                               for harmful, unknown in zip(self._values("model_harmful"),
+                                                           self._values("harm_unknown"))), np.int8, n)
+        elif name == "p_harm":
+            col = np.fromiter((np.nan if v is None else float(v) for v in self._values("p_harm")), np.float64, n)
         else:
             raise KeyError(name)
         with self._lock:
