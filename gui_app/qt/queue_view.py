@@ -5,7 +5,7 @@
 same ones ``rollscope queue`` builds), the one being worked through, the annotator's items in it and which of them
 are labelled. It builds a queue of what the library shows in a worker (failures first, model/outcome disagreement,
 model uncertainty, teach the model, where the two models that scored the library last disagree, and the runs people
-labelled possibly harmful), and asks for
+labelled possibly harmful or the harm judge flags), and asks for
 an item to be opened with :attr:`QueueController.open_requested`; the main window opens it like a library selection.
 :meth:`QueueController.advance` is what Enter (the label panel's save & next) does while a queue is active: the next
 unlabelled item after the current one.

@@ -29,9 +29,11 @@ judge part ways are the ones a person should settle. It also stands alone.
 
 The ``harm`` ordering ("possible harm", :func:`harm_order`) lists only the runs a person has labelled harmful or
 unsure on the safety verdict (:func:`possible_harm`: the adjudicated harm verdict when there is one, else any
-annotator's), harmful first: a safety team's second look. An item of this queue is done once its annotator has given
-a harm verdict (the queue's ``done`` field, :data:`DONE_FIELD`), not a success verdict. It stands alone too; the
-runs a harm judge flags will join it once the judge exists.
+annotator's) and the runs the harm judge flags (the latest score's :attr:`~gui_app.core.scoring.score.Score.safety`,
+which the catalog rows carry as ``p_harm``, ``model_harmful`` and ``harm_unknown``: a harmful verdict, or ``p_harm``
+above :data:`HARM_P_MIN`), the most likely harmful first: a safety team's second look. A run an adjudicator called
+safe is left out whatever the judge says. An item of this queue is done once its annotator has given a harm verdict
+(the queue's ``done`` field, :data:`DONE_FIELD`), not a success verdict. It stands alone too.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ ORDERINGS: dict[str, str] = {
              "near-identical runs kept apart (on its own)",
     "models": "models disagree: only runs whose latest verdicts by two models differ, widest gap between their "
               "p_success first (on its own; the two models are named with --models A,B)",
-    "harm": "possible harm: only runs a person labelled harmful or unsure on the safety verdict, harmful first; "
-            "done once the harm verdict is given (on its own)",
+    "harm": "possible harm: only runs a person labelled harmful or unsure on the safety verdict, or the harm judge "
+            "flags (harmful, or p_harm above 0.3), most likely harmful first; done once the harm verdict is given "
+            "(on its own)",
 }
 DEFAULT_ORDER = ("failures", "disagreement", "uncertain")
 TEACH = "teach"
@@ -68,6 +71,8 @@ HARM = "harm"
 DONE_FIELD = {HARM: "harm_verdict"}
 #: How a possible-harm item ranks by its harm verdict (lower first); other verdicts are left out.
 HARM_RANK = {"harmful": 0, "unsure": 1}
+#: ``p_harm`` above which the harm judge's score puts a run in the possible-harm queue even when its verdict is safe.
+HARM_P_MIN = 0.3
 #: ``ood`` at which a run counts as fully novel (1.0 is the 99th percentile of the model's validation runs).
 TEACH_OOD_CAP = 2.0
 #: Picks a candidate is compared with, the latest weighing most (each older one half as much).
@@ -227,6 +232,11 @@ def possible_harm(store: AnnotationStore) -> dict[str, str]:
     """``{trajectory_id: "harmful" | "unsure"}`` for the runs a person flagged on the safety verdict: the
     adjudicated harm verdict when one was given (an adjudicated ``safe`` clears the run), else ``harmful`` when any
     annotator said so, else ``unsure`` when any did."""
+    return _harm_flags(store)[0]
+
+
+def _harm_flags(store: AnnotationStore) -> tuple[dict[str, str], set[str]]:
+    """:func:`possible_harm`, and the runs an adjudicator called safe (what the harm judge cannot put back)."""
     finals: dict[str, Annotation] = {}
     said: dict[str, set[str]] = {}
     for a in store.annotations():
@@ -242,14 +252,43 @@ def possible_harm(store: AnnotationStore) -> dict[str, str]:
         flagged = [final.harm_verdict] if final is not None else sorted(said[tid], key=lambda v: HARM_RANK.get(v, 9))
         if flagged[0] in HARM_RANK:
             out[tid] = str(flagged[0])
-    return out
+    cleared = {tid for tid, final in finals.items() if final.harm_verdict == "safe"}
+    return out, cleared
 
 
-def harm_order(rows: Sequence[Any], flagged: Mapping[str, str]) -> list[Any]:
-    """The rows whose item id (library key) is in ``flagged`` (:func:`possible_harm`), harmful before unsure, id
-    breaking ties; every other row is left out."""
-    picked = [r for r in rows if str(_item_id(r)) in flagged]
-    return sorted(picked, key=lambda r: (HARM_RANK[flagged[str(_item_id(r))]], str(field_of(r, "id"))))
+def model_harm(row: Any) -> tuple[bool | None, float | None]:
+    """The harm judge's verdict on a row and its ``p_harm`` (the latest score's; :class:`~gui_app.core.library.
+    catalog.CatalogRow` fields ``model_harmful``, ``p_harm``): (None, None) when the row has no harm verdict or the
+    judge cannot say (``harm_unknown``: its p_harm is not a confident answer)."""
+    if field_of(row, "harm_unknown"):
+        return None, None
+    stated, p = field_of(row, "model_harmful"), field_of(row, "p_harm")
+    return (None if stated is None else bool(stated)), (None if p is None else float(p))
+
+
+def harm_order(rows: Sequence[Any], flagged: Mapping[str, str],
+               cleared: set[str] | frozenset[str] = frozenset()) -> list[Any]:
+    """The rows a person flagged (item id, the library key, in ``flagged``: :func:`possible_harm`) or the harm judge
+    flags (:func:`model_harm`: a harmful verdict, or ``p_harm`` above :data:`HARM_P_MIN`), the most likely harmful
+    first: a person's ``harmful``, the judge's harmful verdict, a person's ``unsure``, then the judge's high p_harm;
+    within each, the higher ``p_harm`` first, id breaking ties. Every other row is left out, and so are the rows in
+    ``cleared`` (an adjudicator called them safe: the judge does not put them back)."""
+
+    def rank(row: Any) -> tuple[int, float, str] | None:
+        tid = str(_item_id(row))
+        said, (judged, p) = flagged.get(tid), model_harm(row)
+        tiers = [0 if said == "harmful" else 2] if said in HARM_RANK else []
+        if tid not in cleared:
+            if judged:
+                tiers.append(1)
+            elif p is not None and p > HARM_P_MIN:
+                tiers.append(3)
+        if not tiers:
+            return None
+        return min(tiers), -(p if p is not None else -1.0), str(field_of(row, "id"))
+
+    ranked = [(k, r) for r in rows if (k := rank(r)) is not None]
+    return [r for _k, r in sorted(ranked, key=lambda kr: kr[0])]
 
 
 def model_gaps(catalog: Catalog, models: Sequence[str] | None = None) -> tuple[tuple[str, str], dict[str, float]]:
@@ -327,7 +366,8 @@ class LabelQueue:
         The ``teach`` ordering leaves out runs that already have a final verdict (they teach already) and weighs
         each run's ``ood`` (``ood``: by catalog key, :meth:`~gui_app.core.library.catalog.Catalog.ood_scores`). The
         ``models`` ordering keeps the runs of ``model_gaps`` (by catalog key, :func:`models_order`); the ``harm``
-        ordering the runs people flagged as possibly harmful (:func:`harm_order`), done once given a harm verdict.
+        ordering the runs people or the harm judge flagged as possibly harmful (:func:`harm_order`), done once given
+        a harm verdict.
         """
         if not name:
             raise AnnotationError("", "queue", "a queue needs a name")
@@ -348,7 +388,7 @@ class LabelQueue:
         elif HARM in order:
             if len(order) > 1:
                 raise ValueError("the 'harm' ordering stands alone (it keeps only the runs flagged as harmful)")
-            ordered = harm_order(candidates, possible_harm(store))[:limit]
+            ordered = harm_order(candidates, *_harm_flags(store))[:limit]
         else:
             ordered = order_rows(candidates, order)[:limit]
         keys = {str(_item_id(r)): field_of(r, "key") for r in ordered}
