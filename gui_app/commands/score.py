@@ -207,5 +207,7 @@ def print_outcome(oc: ScoreOutcome, as_json: bool) -> None:
         elif r.tokens_total is None:
             tokens = ""
         print(f"{printable(oc.key)}: p_success={p} -> {verdict}{tokens}{ms}", flush=True)
+        if r.safety is not None:  # the harm verdict beside success, in one line (--json has its evidence too)
+            print(f"  harm: {printable(r.safety.describe())}", flush=True)
         for w in r.warnings:
             print(f"  note: {printable(w)}", flush=True)

@@ -110,8 +110,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Label the runs where the two models that scored the library last give different verdicts, widest gap "
                "between their p(success) first (rescore with a second model first: Model menu)", "Labels"),
     ActionSpec("queue_harm", "Queue: possible &harm", ("Ctrl+6",), "queue_harm",
-               "Label the runs someone labelled harmful or unsure on the safety verdict, harmful first (done once "
-               "given a harm verdict)", "Labels"),
+               "Label the runs someone labelled harmful or unsure on the safety verdict, or the harm judge flags "
+               "(harmful, or p(harm) above 0.3), most likely harmful first (done once given a harm verdict)",
+               "Labels"),
     ActionSpec("queue_off", "&Leave the queue", ("Ctrl+0",), "queue_off",
                "Stop working through the queue: Enter (save & next) follows the library order again", "Labels"),
     ActionSpec("queue_next", "&Next queue item", ("]",), "queue_next",

@@ -8,8 +8,9 @@ worker (:mod:`gui_app.qt.workers`): scrolling to rows not read yet asks for thei
 so the GUI thread never waits for the catalog or the label store (a team's server: a round trip per read).
 
 :class:`LibraryView` is the widget: a search box (debounced), filter combos (format, env outcome, scored, load
-error), the table, and a count. Selecting a row emits :attr:`LibraryView.trajectory_selected` with the row's key;
-``j``/``k`` move through the current (sorted, filtered) order with :meth:`LibraryView.select_relative`.
+error, the harm judge's verdict; in two rows when one would clip them), the table, and a count. Selecting a row emits
+:attr:`LibraryView.trajectory_selected` with the row's key; ``j``/``k`` move through the current (sorted, filtered)
+order with :meth:`LibraryView.select_relative`.
 
 The label status column reads the annotation store through one narrow function ``label_status(rows) -> {key:
 status}`` (:func:`gui_app.core.library.folder.store_label_status` builds it from an annotation store: one store read per
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush, QColor, QResizeEvent
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView,
                                QVBoxLayout, QWidget)
 
@@ -59,6 +60,8 @@ COLUMNS: tuple[tuple[str, str | None, str], ...] = (
     ("p(success)", "p_success", "The reward model's latest probability of success and its verdict at its own threshold "
                                 "(✓ success, ✗ failure; ⚠ it disagrees with the environment's outcome; 'unknown' "
                                 "when the model cannot judge the run)"),
+    ("Harm", "p_harm", "The harm judge's latest probability that the run did harm and its verdict (harmful, safe, "
+                       "or unknown when it cannot say); blank when the latest score has no harm verdict"),
     ("Label", "label", "Annotation status from the label store (sorts unlabelled, labelled once, several "
                        "annotators, adjudicated)"),
     ("Agent / model", "agent", "The agent or model that ran it, when its format says"),
@@ -66,8 +69,8 @@ COLUMNS: tuple[tuple[str, str | None, str], ...] = (
     ("Run folder", "run_folder", "The run's own folder as its harness named it (its time, a run number), when its "
                                  "format has one: what tells runs of one task apart"),
 )
-(COL_INSTRUCTION, COL_TASK, COL_FORMAT, COL_STEPS, COL_DURATION, COL_OUTCOME, COL_P, COL_LABEL, COL_AGENT, COL_DOMAIN,
- COL_RUN_FOLDER) = range(len(COLUMNS))
+(COL_INSTRUCTION, COL_TASK, COL_FORMAT, COL_STEPS, COL_DURATION, COL_OUTCOME, COL_P, COL_HARM, COL_LABEL, COL_AGENT,
+ COL_DOMAIN, COL_RUN_FOLDER) = range(len(COLUMNS))
 
 LABEL_SORT = "label"  # the order_by of the label status column: not a catalog column, sorted here
 
@@ -79,6 +82,7 @@ _FAIL_BRUSH = QBrush(QColor(170, 60, 60))
 _OK_BRUSH = QBrush(QColor(30, 130, 60))
 _DISAGREE_BRUSH = QBrush(QColor(200, 110, 0))
 _UNKNOWN_BRUSH = QBrush(QColor(130, 130, 130))
+_HARM_BRUSH = QBrush(QColor(200, 30, 30))
 
 
 def format_duration(seconds: float | None) -> str:
@@ -113,6 +117,33 @@ def model_tooltip(row: CatalogRow) -> str:
     if row.success is not None and verdict != row.success:
         text += f"; the environment says {'success' if row.success else 'failure'}: they disagree"
     return text
+
+
+def harm_verdict(row: CatalogRow) -> str | None:
+    """The latest score's harm verdict in one word (``harmful``, ``safe``, ``unknown``); None without one."""
+    if row.harm_unknown is None:
+        return None
+    if row.harm_unknown or row.model_harmful is None:
+        return "unknown"
+    return "harmful" if row.model_harmful else "safe"
+
+
+def format_harm(row: CatalogRow) -> str:
+    """p(harm) as a percentage with the harm verdict (``82% harmful``, ``4% safe``, ``unknown``); '' without one."""
+    said = harm_verdict(row)
+    if said is None:
+        return ""
+    if said == "unknown" or row.p_harm is None:
+        return said
+    return f"{row.p_harm:.0%} {said}"
+
+
+def harm_tooltip(row: CatalogRow) -> str:
+    said = harm_verdict(row)
+    if said == "unknown":
+        return "The harm judge cannot say whether this run did harm"
+    p = "?" if row.p_harm is None else f"{row.p_harm:.2f}"
+    return f"Harm judge: {said} (p(harm) {p}); the run's details are in the timeline's score line"
 
 
 def format_outcome(row: CatalogRow) -> str:
@@ -468,6 +499,8 @@ class LibraryModel(QAbstractTableModel):
                 return row.error
             if col == COL_P and (row.p_success is not None or row.model_unknown):
                 return model_tooltip(row)
+            if col == COL_HARM and row.harm_unknown is not None:
+                return harm_tooltip(row)
             return row.instruction if col == COL_INSTRUCTION else row.key
         if role == Qt.ItemDataRole.ForegroundRole:
             if row.error:
@@ -480,7 +513,10 @@ class LibraryModel(QAbstractTableModel):
                 verdict = model_verdict(row)
                 if verdict is not None and row.success is not None and verdict != row.success:
                     return _DISAGREE_BRUSH
-        if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_STEPS, COL_DURATION, COL_P):
+            if col == COL_HARM:
+                said = harm_verdict(row)
+                return _HARM_BRUSH if said == "harmful" else _UNKNOWN_BRUSH if said == "unknown" else None
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_STEPS, COL_DURATION, COL_P, COL_HARM):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
@@ -500,6 +536,8 @@ class LibraryModel(QAbstractTableModel):
             return format_outcome(row)
         if col == COL_P:
             return format_model(row)
+        if col == COL_HARM:
+            return format_harm(row)
         if col == COL_LABEL:
             return self._labels.get(row.key, "")
         if col == COL_AGENT:
@@ -619,12 +657,16 @@ def header_width(table: QTableView, text: str) -> int:
 
 
 # Filter combos: (label, filter key, [(choice text, value)]); value None = no filter.
-# The first choice of each (no filter) names the filter, short enough that four fit the dock unclipped.
+# The first choice of each (no filter) names the filter, short enough that the five fit the dock unclipped.
 _OUTCOME_CHOICES = [("Outcome", None), ("Success", True), ("Failure", False), ("Unknown", "unknown")]
 _SCORED_CHOICES = [("Scored?", None), ("Scored", True), ("Not scored", False)]
 _ERROR_CHOICES = [("Errors?", None), ("Load errors", True), ("Loads fine", False)]
+_COMBO_ROOM = 30  # a combo box's arrow and frame beside its text
+_HARM_CHOICES = [("Harm?", None), ("Harmful", True), ("Safe", False), ("Harm unknown", "unknown"),
+                 ("No harm verdict", "none")]
 _FILTER_TIPS = ("Only this format", "Only this environment outcome", "Scored by the reward model or not",
-                "Only rows that failed to load, or only those that load")
+                "Only rows that failed to load, or only those that load",
+                "Only the runs the harm judge calls harmful (or safe, or cannot judge, or has not judged)")
 
 
 class LibraryView(QWidget):
@@ -651,6 +693,7 @@ class LibraryView(QWidget):
         self.outcome_filter = self._combo(_OUTCOME_CHOICES)
         self.scored_filter = self._combo(_SCORED_CHOICES)
         self.error_filter = self._combo(_ERROR_CHOICES)
+        self.harm_filter = self._combo(_HARM_CHOICES)
         self.count_label = QLabel(self)
         self.table = QTableView(self)
         self.table.setModel(model)
@@ -667,28 +710,33 @@ class LibraryView(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         for col, width in ((COL_INSTRUCTION, 190), (COL_TASK, 100), (COL_FORMAT, 70), (COL_STEPS, 44),
-                           (COL_DURATION, 56), (COL_OUTCOME, 74), (COL_P, 74), (COL_LABEL, 80), (COL_AGENT, 100),
+                           (COL_DURATION, 56), (COL_OUTCOME, 74), (COL_P, 74), (COL_HARM, 84), (COL_LABEL, 80),
+                           (COL_AGENT, 100),
                            (COL_DOMAIN, 90), (COL_RUN_FOLDER, 130)):
             self.table.setColumnWidth(col, max(width, header_width(self.table, COLUMNS[col][0])))
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(COL_INSTRUCTION, Qt.SortOrder.AscendingOrder)
 
-        filters = QHBoxLayout()
-        for w, tip in zip((self.format_filter, self.outcome_filter, self.scored_filter, self.error_filter),
-                          _FILTER_TIPS, strict=True):
+        # The filters: one row when the dock is wide enough for every combo's choices, else two (see
+        # _place_filters); an empty second row takes no room.
+        self._filter_rows = (QHBoxLayout(), QHBoxLayout())
+        for w, tip in zip(self._filter_combos(), _FILTER_TIPS, strict=True):
             # As wide as their text when there is room, narrower (clipped) rather than forcing the window wider
             # than a small screen: a minimum width set overrides the combo box's text-wide minimum.
             w.setMinimumWidth(64)
             w.setToolTip(tip)
-            filters.addWidget(w)
-        filters.addStretch(1)
+            self._filter_rows[0].addWidget(w)
+        for row in self._filter_rows:
+            row.addStretch(1)
+        self._filters_per_row = len(self._filter_combos())
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.count_label)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(top)
-        layout.addLayout(filters)
+        for row in self._filter_rows:
+            layout.addLayout(row)
         layout.addWidget(self.table)
 
         self._debounce = QTimer(self)
@@ -698,7 +746,7 @@ class LibraryView(QWidget):
         self.search.textChanged.connect(self._debounce.start)
         self.search.returnPressed.connect(self._apply_query)
         self.search.returnPressed.connect(lambda: self.table.setFocus())  # back to the keys (j/k, Space)
-        for combo in (self.format_filter, self.outcome_filter, self.scored_filter, self.error_filter):
+        for combo in self._filter_combos():
             combo.currentIndexChanged.connect(self._apply_query)
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         model.modelReset.connect(self._after_reset)
@@ -722,6 +770,35 @@ class LibraryView(QWidget):
             self.model.set_library(library.catalog, store_label_status(store) if store is not None else None,
                                    store_label_search(store) if store is not None else None)
         self.reload_formats()
+
+    def _filter_combos(self) -> tuple[QComboBox, ...]:
+        return self.format_filter, self.outcome_filter, self.scored_filter, self.error_filter, self.harm_filter
+
+    def filter_rows(self) -> int:
+        """How many rows the filter combos take (1 or 2)."""
+        return 1 if self._filters_per_row == len(self._filter_combos()) else 2
+
+    def _place_filters(self) -> None:
+        """The filter combos in one row when the dock is wide enough for each to show every choice whole, else in
+        two: five in one row of a narrow dock (a 1366-pixel screen) clipped "Outcome" to "Outco"."""
+        combos = self._filter_combos()
+        fm = self.fontMetrics()
+        need = sum(max(fm.horizontalAdvance(c.itemText(i)) for i in range(c.count())) + _COMBO_ROOM
+                   for c in combos) + self._filter_rows[0].spacing() * len(combos) + 8
+        per_row = len(combos) if self.width() >= need else -(-len(combos) // 2)
+        if per_row == self._filters_per_row:
+            return
+        self._filters_per_row = per_row
+        for combo in combos:
+            for row in self._filter_rows:
+                row.removeWidget(combo)
+        for i, combo in enumerate(combos):
+            row_i, at = divmod(i, per_row)
+            self._filter_rows[row_i].insertWidget(at, combo)  # before the row's stretch
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._place_filters()
 
     def _combo(self, choices: list[tuple[str, Any]]) -> QComboBox:
         combo = QComboBox(self)
@@ -747,6 +824,7 @@ class LibraryView(QWidget):
         i = self.format_filter.findData(current)
         self.format_filter.setCurrentIndex(max(i, 0))
         self.format_filter.blockSignals(False)
+        self._place_filters()  # a longer format name may need the second row
 
     def current_filters(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -758,6 +836,8 @@ class LibraryView(QWidget):
             out["scored"] = self.scored_filter.currentData()
         if self.error_filter.currentData() is not None:
             out["has_error"] = self.error_filter.currentData()
+        if self.harm_filter.currentData() is not None:
+            out["harmful"] = self.harm_filter.currentData()
         return out
 
     def _apply_query(self) -> None:

@@ -1,8 +1,9 @@
 """The step table: one row per step of the open trajectory, synced both ways with ``Session.step``.
 
 Columns: label mark, step number (from 1), start time, action type, action, model score (first-deviation probability;
-the step the model predicts as the first deviation is highlighted) and thought. The model holds no state of its own
-beyond the label marks; it reads the session's trajectory and scores, so it never disagrees with the other views.
+the step the model predicts as the first deviation is highlighted; its tooltip also says what the harm judge saw at
+the step) and thought. The model holds no state of its own beyond the label marks; it reads the session's trajectory
+and scores, so it never disagrees with the other views.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
-from gui_app.core.scoring.score import Score
+from gui_app.core.scoring.score import Safety, Score
 from gui_app.core.trajectory.model import LOW_ALIGN_CONFIDENCE, Step, Trajectory, step_number
 from gui_app.qt.session import Session
 
@@ -58,6 +59,7 @@ class StepTableModel(QAbstractTableModel):
         self._marks: dict[int, str] = {}
         self._scores: list[float] = []
         self._first_dev: int | None = None
+        self._safety: Safety | None = None
         session.trajectory_changed.connect(self._on_trajectory)
         session.scores_changed.connect(self._on_scores)
         self._on_trajectory(session.trajectory)
@@ -73,6 +75,7 @@ class StepTableModel(QAbstractTableModel):
     def _on_scores(self, scores: Score | None) -> None:
         self._scores = [float(v) for v in scores.step_scores] if scores is not None else []
         self._first_dev = scores.first_error_step if scores is not None and not scores.unknown else None
+        self._safety = scores.safety if scores is not None else None
         if self._steps:
             self.dataChanged.emit(self.index(0, COL_SCORE), self.index(len(self._steps) - 1, COL_SCORE))
 
@@ -107,8 +110,8 @@ class StepTableModel(QAbstractTableModel):
                 return step.action or None
             if col == COL_MARK:
                 return self._marks.get(step.index)
-            if col == COL_SCORE and step.index == self._first_dev:
-                return "The reward model predicts the run first deviates at this step"
+            if col == COL_SCORE:
+                return self._score_tip(step.index)
             if col == COL_TIME and step.align_method:
                 conf = "" if step.align_confidence is None else f", confidence {step.align_confidence:.2f}"
                 unsure = "; low confidence: check this step against the video" if _unsure(step) else ""
@@ -123,6 +126,16 @@ class StepTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (COL_INDEX, COL_TIME, COL_SCORE):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
+
+    def _score_tip(self, index: int) -> str | None:
+        """The score cell's tooltip: the predicted first deviation, and what the harm judge saw at the step."""
+        lines = ["The reward model predicts the run first deviates at this step"] if index == self._first_dev else []
+        safety = self._safety
+        if safety is not None:
+            if safety.verdict_text == "harmful" and safety.first_harmful_step == index:
+                lines.append(f"The harm judge's first harmful step ({safety.describe()})")
+            lines += [f"Harm: {line}" for line in safety.evidence_lines(index)]
+        return "\n".join(lines) or None
 
     def _display(self, step: Step, col: int) -> str:
         if col == COL_MARK:

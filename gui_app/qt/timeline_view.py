@@ -10,12 +10,17 @@ x is video time in seconds (step index when the trajectory has no frames); y is 
   second line, so "0.64" reads as "above the threshold: the model says success";
 * the predicted first deviating step (``Score.first_error_step``) as a labelled vertical marker;
 * tokens kept per keyframe (fraction of the token grid the pruning kept), at the keyframe's step;
-* marks for labelled steps (:meth:`TimelineView.set_step_marks`), with the label as tooltip.
+* marks for labelled steps (:meth:`TimelineView.set_step_marks`), with the label as tooltip;
+* the safety lane, a thin row under the plot, when the score carries a harm verdict (:attr:`Score.safety
+  <gui_app.core.scoring.score.Score.safety>`): each step's harm score (``Safety.step_scores``) shades its span red,
+  and a red marker sits on the first harmful step, its tooltip the evidence seen there. Without a harm verdict the
+  lane is not drawn and the plot keeps its height.
 
 Above the plot, one line (:func:`score_summary`) says the verdict in words next to p_success, whether it contradicts
 the environment's outcome (a ⚠ marker), where the first deviation is predicted, and "unknown" when the model says it
-cannot judge the run (then p_success is drawn grey and dotted: it must not read as a confident 0.00); a legend names
-every curve and marker. Hovering the plot shows the step under the pointer with its values.
+cannot judge the run (then p_success is drawn grey and dotted: it must not read as a confident 0.00), then the harm
+verdict with its category and the evidence lines; a legend names every curve and marker. Hovering the plot shows the
+step under the pointer with its values.
 
 The wheel zooms x only; curves use ``setDownsampling(auto=True)`` and ``setClipToView(True)``.
 """
@@ -31,12 +36,19 @@ from pyqtgraph.GraphicsScene.mouseEvents import MouseClickEvent
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QVBoxLayout, QWidget
 
-from gui_app.core.scoring.score import Score
+from gui_app.core.scoring.score import Safety, Score
 from gui_app.core.trajectory.model import Trajectory, step_number, step_text
 from gui_app.qt.session import Session
 
 Y_RANGE = (-0.02, 1.12)
 MARK_Y = 1.06
+# The safety lane: a thin row under the probabilities (y from SAFETY_LANE[0] to SAFETY_LANE[1]), shown with the plot
+# reaching down to SAFETY_Y_MIN only while there is something in it.
+SAFETY_LANE = (-0.16, -0.05)
+SAFETY_Y_MIN = -0.18
+_Y_TICKS = ((0, "0"), (0.5, "0.5"), (1, "1"))
+_HARM_RGB = (220, 40, 40)
+HARM_COLOUR = "#%02x%02x%02x" % _HARM_RGB
 _BOUNDARY_PEN = pg.mkPen((150, 150, 160, 160), width=1)
 _SCORE_PEN = pg.mkPen((230, 90, 60), width=2)
 _SCORE_BRUSH = pg.mkBrush(230, 90, 60, 60)
@@ -55,6 +67,7 @@ LEGEND: tuple[tuple[str, str], ...] = (
     ("<span style='color:#bbbbbb'>&#8943;&#8943;</span>", "model threshold"),
     ("<span style='color:#ff7846'>&#9478;</span>", "predicted first deviation"),
     ("<span style='color:#ffd666'>&#9660;</span>", "labelled step"),
+    (f"<span style='color:{HARM_COLOUR}'>&#9670;</span>", "first harmful step (lane: p(harm) per step)"),
     ("<span style='color:#ffd200'>&#9474;</span>", "playhead"),
 )
 
@@ -62,7 +75,8 @@ LEGEND: tuple[tuple[str, str], ...] = (
 def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, str]:
     """The score in words, as rich text and its plain tooltip: the verdict next to p_success and the threshold,
     a ⚠ when the model and the environment disagree, the predicted first deviation, "unknown" when the model
-    cannot judge the run, and which model gave the score."""
+    cannot judge the run, which model gave the score and, on a line of its own, the harm verdict
+    (:func:`safety_summary`) when the score has one."""
     env = "unknown" if env_success is None else ("success" if env_success else "failure")
     if score is None:
         return ("<span style='color:#999'>Not scored · Ctrl+R scores this run with the reward model</span> · "
@@ -102,6 +116,30 @@ def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, s
     if score.model:  # which model said so: after a switch, old and new scores sit side by side in the catalog
         parts.append(f"<span style='color:#999'>by {html.escape(score.model)}</span>")
         tip += f" Scored by {score.model}."
+    text = " · ".join(parts)
+    if score.safety is not None:
+        harm, harm_tip = safety_summary(score.safety)
+        text += "<br>" + harm
+        tip += "\n" + harm_tip
+    return text, tip
+
+
+def safety_summary(safety: Safety) -> tuple[str, str]:
+    """The harm verdict in words, as rich text and its plain tooltip: the verdict with p(harm), the category, the
+    first harmful step and each evidence line (``step 15: typed the password given in the instruction into a
+    page``)."""
+    said = safety.verdict_text
+    colour = {"harmful": HARM_COLOUR, "safe": "#5ac86e"}.get(said, "#999")
+    p = "?" if safety.p_harm is None else f"{safety.p_harm:.2f}"
+    parts = [f"Harm: <b style='color:{colour}'>{said.upper()}</b> p(harm) <b>{p}</b>"]
+    if safety.category:
+        parts.append(html.escape(safety.category.replace("_", " ")))
+    if safety.first_harmful_step is not None and said == "harmful":
+        parts.append(f"first harmful at <b>{step_text(safety.first_harmful_step)}</b>")
+    lines = safety.evidence_lines()
+    if lines:
+        parts.append("<span style='color:#bbb'>" + html.escape("; ".join(lines)) + "</span>")
+    tip = "Harm judge: " + safety.describe() + "".join(f"\n  {line}" for line in lines)
     return " · ".join(parts), tip
 
 
@@ -153,7 +191,7 @@ class TimelineView(QWidget):
         plot.hideButtons()
         plot.showGrid(x=False, y=True, alpha=0.15)
         plot.setLabel("bottom", "time", units="s")
-        plot.getAxis("left").setTicks([[(0, "0"), (0.5, "0.5"), (1, "1")]])
+        plot.getAxis("left").setTicks([list(_Y_TICKS)])
         self.vb = plot.getViewBox()
         self.vb.setMouseEnabled(x=True, y=False)  # wheel and drag act on time only
         self.vb.setYRange(*Y_RANGE, padding=0)
@@ -189,6 +227,17 @@ class TimelineView(QWidget):
                                         pen=pg.mkPen(None), hoverable=True,
                                         tip=lambda x, y, data: str(data))
         plot.addItem(self.marks)
+        # The safety lane: one bar per step, shaded by its harm score, and the first harmful step's marker.
+        self.harm_bars = pg.BarGraphItem(x0=[], x1=[], y0=SAFETY_LANE[0], y1=SAFETY_LANE[1], pen=pg.mkPen(None),
+                                         brushes=[])
+        self.harm_bars.setVisible(False)
+        plot.addItem(self.harm_bars)
+        self.first_harm_marker = pg.ScatterPlotItem(symbol="d", size=13, brush=pg.mkBrush(*_HARM_RGB),
+                                                    pen=pg.mkPen((255, 255, 255), width=1.5), hoverable=True,
+                                                    tip=lambda x, y, data: str(data))
+        self.first_harm_marker.setZValue(16)
+        plot.addItem(self.first_harm_marker)
+        self._lane_shown = False
         self.playhead = pg.InfiniteLine(angle=90, movable=True, pen=_PLAYHEAD_PEN,
                                         hoverPen=pg.mkPen((255, 240, 120), width=4))
         self.playhead.setZValue(20)
@@ -265,7 +314,7 @@ class TimelineView(QWidget):
         self.playhead.setVisible(traj is not None or src is not None)
         if self._x_range is not None:
             x0, x1 = self._x_range
-            self.vb.setLimits(xMin=x0, xMax=x1, yMin=Y_RANGE[0], yMax=Y_RANGE[1])
+            self.vb.setLimits(xMin=x0, xMax=x1, yMin=self._y_min(), yMax=Y_RANGE[1])
             self.vb.setXRange(x0, x1, padding=0)
             self.playhead.setBounds((x0, x1))
         axis = ("time", "s") if self.uses_time else ("step", None)
@@ -329,7 +378,50 @@ class TimelineView(QWidget):
             self.first_dev_line.label.updatePosition()
         xs, ys = self._tokens_points(scores)
         self.tokens_curve.setData(xs, ys)
+        self._draw_safety(scores.safety if scores is not None else None)
         self._update_summary()
+
+    def _y_min(self) -> float:
+        return SAFETY_Y_MIN if self._lane_shown else Y_RANGE[0]
+
+    def _draw_safety(self, safety: Safety | None) -> None:
+        """The safety lane: each step's harm score as a red shade over its span, and a red marker on the first
+        harmful step (its tooltip the evidence at that step). Nothing without a harm verdict, or when the judge
+        cannot say (its scores are not a confident answer)."""
+        n = self._bounds.size - 1
+        if safety is not None and (safety.verdict_text == "unknown" or n <= 0):
+            safety = None  # nothing to draw
+        values = safety.step_scores if safety is not None else []
+        if len(values) == n and n > 0:
+            # At most 170 of 255: the first harmful step's solid marker stands out on its step's shade.
+            alpha = [int(round(25 + 145 * min(max(float(v), 0.0), 1.0))) for v in values]
+            self.harm_bars.setOpts(x0=self._bounds[:-1], x1=self._bounds[1:],
+                                   brushes=[pg.mkBrush(*_HARM_RGB, a) for a in alpha])
+            self.harm_bars.setVisible(True)
+        else:
+            self.harm_bars.setOpts(x0=[], x1=[], brushes=[])
+            self.harm_bars.setVisible(False)
+        first = safety.first_harmful_step if safety is not None and safety.harmful else None
+        if safety is not None and first is not None and 0 <= first < n:
+            lines = safety.evidence_lines(first)
+            tip = "\n".join([f"first harmful step: {step_text(first)}", *lines])
+            x = float(self._bounds[first] + self._bounds[first + 1]) / 2
+            self.first_harm_marker.setData([{"pos": (x, sum(SAFETY_LANE) / 2), "data": tip}])
+        else:
+            first = None
+            self.first_harm_marker.setData([])
+        shown = self.harm_bars.isVisible() or first is not None
+        if shown != self._lane_shown:  # the plot reaches down to the lane only while it holds something
+            self._lane_shown = shown
+            lane = [(sum(SAFETY_LANE) / 2, "harm")] if shown else []
+            self.plot.getAxis("left").setTicks([[*_Y_TICKS, *lane]])
+            self.vb.setLimits(yMin=self._y_min(), yMax=Y_RANGE[1])
+            self.vb.setYRange(self._y_min(), Y_RANGE[1], padding=0)
+
+    @property
+    def safety_lane_shown(self) -> bool:
+        """Whether the safety lane holds something (and the plot reaches down to it)."""
+        return self._lane_shown
 
     def _update_summary(self) -> None:
         traj = self.session.trajectory
@@ -363,6 +455,13 @@ class TimelineView(QWidget):
             kept = [float(np.asarray(m).mean()) for m, s in zip(score.masks, score.keyframe_steps) if s == step]
             if kept:
                 lines.append("tokens kept " + ", ".join(f"{k:.0%}" for k in kept))
+            safety = score.safety
+            if safety is not None and safety.verdict_text != "unknown":
+                if 0 <= step < len(safety.step_scores):
+                    lines.append(f"p(harm) {safety.step_scores[step]:.2f}")
+                if safety.harmful and safety.first_harmful_step == step:
+                    lines.append("first harmful step")
+                lines += safety.evidence_lines(step)
         lines.append("click to go there")
         return "\n".join(lines)
 

@@ -38,7 +38,7 @@ def test_rows_and_columns_show_the_catalog(qapp, catalog):
     assert model.rowCount() == 41 and model.columnCount() == len(COLUMNS)
     headers = [model.headerData(c, Qt.Orientation.Horizontal) for c in range(len(COLUMNS))]
     assert headers == ["Instruction", "Task / app", "Format", "Steps", "Duration", "Env outcome",
-                       "p(success)", "Label", "Agent / model", "Domain", "Run folder"]
+                       "p(success)", "Harm", "Label", "Agent / model", "Domain", "Run folder"]
     r = model.row_of_key(str(catalog.db_path.parents[1] / "t00003"))
     assert r >= 0
     row = [model.data(model.index(r, c)) for c in range(len(COLUMNS))]
