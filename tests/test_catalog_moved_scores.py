@@ -134,10 +134,10 @@ def test_a_schema_8_catalog_migrates_keeping_every_score(tmp_path: Path):
     conn = sqlite3.connect(db)
     # Every score, as it was, under its run's library key (migration 10); the unlisted one keeps its key; the
     # evidence and text reads added later (migration 13) are unknown for them, and they have no harm verdict (the six
-    # safety columns of migration 14).
+    # safety columns of migration 14), no usage and no rationale (migration 15).
     rekeyed = {"/lib/a": "a", "/lib/b": "b"}
     assert conn.execute("SELECT * FROM scores ORDER BY id").fetchall() == [
-        (i, rekeyed.get(k, k), *rest, None, None, *(None,) * 6) for i, k, *rest in before]
+        (i, rekeyed.get(k, k), *rest, None, None, *(None,) * 6, None, None) for i, k, *rest in before]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(trajectories)")}
     assert not columns & {"p_success", "first_error_step", "score_id", "threshold", "model_success", "model_unknown"}
     assert conn.execute("SELECT type FROM sqlite_master WHERE name = 'latest_scores'").fetchone() == ("view",)

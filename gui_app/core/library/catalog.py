@@ -102,7 +102,7 @@ _SELECT = f"SELECT {_COLUMNS} FROM trajectories t {_JOIN}"
 _SCORE_COLUMNS = ("key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, "
                   "keyframe_steps, mask_shapes, masks, threshold, success, ood, warnings, seconds, timings, unknown, "
                   "evidence, text_reads, p_harm, harmful, harm_unknown, first_harmful_step, harm_category, "
-                  "safety_json")
+                  "safety_json, usage, rationale")
 # The columns a scan writes (a row's score is read from latest_scores, never stored in the row).
 _SCAN_COLUMNS = ("key, id, path, format, instruction, task, app, n_steps, duration, success, score, outcome_source, "
                  "has_video, error, warnings, scanned_at, search, ref, run_folder, domain, agent, task_key")
@@ -1120,7 +1120,9 @@ class Catalog:
                   opt(score.ood, float), json.dumps(list(score.warnings)), opt(score.seconds, float),
                   json.dumps({str(k): float(v) for k, v in score.timings.items()}), int(bool(score.unknown)),
                   json.dumps([str(e) for e in score.evidence]) if score.evidence else None,
-                  opt(score.text_reads, int), *_safety_columns(score.safety))
+                  opt(score.text_reads, int), *_safety_columns(score.safety),
+                  json.dumps({str(k): int(v) for k, v in score.usage.items()}) if score.usage else None,
+                  score.rationale or None)
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -1144,7 +1146,8 @@ class Catalog:
         pruning masks, threshold and verdict, the harm verdict), or None when it was never scored. A score stored
         without masks (or before schema version 3) has ``masks == []``; one stored before version 5 has no threshold,
         verdict, warnings or timings; one stored before version 14 (or by a judge that gives none) has no harm verdict
-        (``safety`` None)."""
+        (``safety`` None); one stored before version 15 (or by a judge that reports none) has no ``usage`` (``{}``)
+        and no ``rationale`` (``''``)."""
         with self._reading("read a score"):
             row = self._conn().execute(f"SELECT {_SCORE_COLUMNS} FROM latest_scores WHERE key = ?",
                                        (self.score_key(key),)).fetchone()
@@ -1152,7 +1155,7 @@ class Catalog:
             return None
         (_key, model, p_success, first_error_step, step_scores, tokens_kept, tokens_total, scored_at, kf, shapes,
          blob, threshold, success, ood, warnings, seconds, timings, unknown, evidence, text_reads, *_harm_columns,
-         safety_json) = row
+         safety_json, usage, rationale) = row
         masks = unpack_masks(shapes, blob)
         return Score(p_success=p_success, threshold=threshold, success=None if success is None else bool(success),
                      first_error_step=first_error_step, step_scores=json.loads(step_scores or "[]"), masks=masks,
@@ -1160,7 +1163,9 @@ class Catalog:
                      tokens_total=tokens_total, model=model or "", ood=ood, warnings=json.loads(warnings or "[]"),
                      seconds=seconds, timings=json.loads(timings or "{}"), scored_at=scored_at,
                      unknown=bool(unknown), evidence=json.loads(evidence or "[]"), text_reads=text_reads,
-                     safety=Safety.from_json(json.loads(safety_json)) if safety_json else None)
+                     safety=Safety.from_json(json.loads(safety_json)) if safety_json else None,
+                     usage={str(k): int(v) for k, v in json.loads(usage).items()} if usage else {},
+                     rationale=rationale or "")
 
 
     # -- model versions ------------------------------------------------------------------------------------
