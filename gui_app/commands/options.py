@@ -55,7 +55,7 @@ def judge_choice(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     Raises:
         JudgeError: no such judge, an option it does not take, a required one missing.
     """
-    from gui_app.judges.registry import DEFAULT_JUDGE, parse_options, resolve_options, spec
+    from gui_app.judges.registry import DEFAULT_JUDGE, parse_options
 
     name = args.judge or DEFAULT_JUDGE
     options = parse_options(args.judge_option)
@@ -63,11 +63,24 @@ def judge_choice(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
         value = getattr(args, flag, None)
         if value is not None:
             options[flag] = str(value)
+    return name, resolved_judge(name, options)
+
+
+def resolved_judge(name: str, options: dict[str, str]) -> dict[str, str]:
+    """``options`` of the judge ``name`` checked, defaults filled in, and the built-in model's ``model`` the active
+    model when none is named.
+
+    Raises:
+        JudgeError: no such judge, an option it does not take, a required one missing.
+    """
+    from gui_app.judges.registry import DEFAULT_JUDGE, resolve_options, spec
+
     judge = spec(name)
+    options = dict(options)
     if name == DEFAULT_JUDGE and not options.get("model"):
         from gui_app.core.settings import active_model
 
         active = active_model()
         if active:
             options["model"] = active
-    return name, resolve_options(judge, options)
+    return resolve_options(judge, options)
