@@ -44,6 +44,7 @@ _.ino
 # some as a part's method (``scorer.score_current``).
 _.score_current
 _.rescore
+_.ask_judge
 _.present
 _.ask_annotator
 _.ask_label_store

@@ -22,7 +22,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -55,6 +55,11 @@ class Settings:
             server, ``postgresql://USER@HOST:PORT/DB``, shared by every machine that labels the same media.
         export_folder: the folder File → Export wrote to last (the next export starts there; empty: the user's
             documents folder, never the library itself).
+        judge: the judge the app scores with (Model → Judge settings…; ``rollscope judges`` lists them): empty for
+            the built-in model (``rollscope``, with the active ``model``).
+        judge_options: per judge, the options set for it in the app (``{"openai-compatible": {"endpoint": ...}}``),
+            only those that differ from the judge's defaults, so a changed default reaches them. Never an API key:
+            a judge reads its key from the environment (the variable its ``api-key-env`` names) or the keyring.
     """
 
     last_folder: str | None = None
@@ -68,6 +73,8 @@ class Settings:
     model: str | None = None
     label_store: str = ""
     export_folder: str = ""
+    judge: str = ""
+    judge_options: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def with_recent(self, folder: str) -> Settings:
         """A copy with ``folder`` first in the recent list and as the last folder."""
@@ -106,7 +113,13 @@ def _coerce(name: str, value: Any) -> Any:
         if type(None) in get_args(hint):
             return None
         raise TypeError("null is not allowed")
-    base = args[0] if get_origin(hint) is not tuple and args else hint
+    base = args[0] if get_origin(hint) not in (tuple, dict) and args else hint
+    if get_origin(hint) is dict:  # judge_options: names to {option: value}, every one a string
+        if not isinstance(value, dict) or not all(
+                isinstance(k, str) and isinstance(v, dict) and all(isinstance(a, str) and isinstance(b, str)
+                                                                   for a, b in v.items()) for k, v in value.items()):
+            raise TypeError("expected an object of names, each an object of strings")
+        return {k: dict(v) for k, v in value.items()}
     if get_origin(hint) is tuple:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a list of strings")

@@ -146,8 +146,17 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Go back to the shipped reward model, as `rollscope model reset` does", "Model"),
     ActionSpec("rescore_library", "&Rescore the library with the active model", ("Ctrl+Alt+Shift+R",),
                "models.rescore",
-               "Score every trajectory of the library again with the active model, in the background (Esc cancels); "
-               "the earlier model's scores are kept for the \"models disagree\" queue", "Model"),
+               "Score every trajectory of the library again with the active model (or the judge chosen in Judge "
+               "settings), in the background (Esc cancels); the earlier scores are kept for the \"models disagree\" "
+               "queue", "Model"),
+    ActionSpec("judge_settings", "&Judge settings…", ("Ctrl+Alt+J",), "models.ask_judge",
+               "Choose the judge the app scores with (the built-in model, an OpenAI-compatible endpoint, ExeVRM, any "
+               "installed plug-in) and its options; an API key is read from the environment, never typed here",
+               "Model"),
+    ActionSpec("judges_vs_humans", "Judges vs &humans…", ("Ctrl+Alt+H",), "models.show_versus",
+               "How far each judge agrees with the library's final human labels (or the runs' outcome): accuracy, "
+               "recall, kappa, first deviating step, time and tokens, as `rollscope eval --judge` prints them",
+               "Model"),
     # View
     ActionSpec("toggle_overlay", "Pruning &overlay", ("O",), "set_overlay",
                "Show which video tokens the reward model kept (token-pruning mask)", "View", checkable=True),

@@ -10,7 +10,8 @@ makes it
 * :class:`TrajectoryLoader` loads a trajectory and opens its frames in a worker, sets them on the session with the
   stored score, and prefetches the next item of the library (``j``/``k`` then open at once).
 * :class:`ScoreController` scores the session's trajectory or the whole library in a worker, through the same core
-  function as ``rollscope score`` (:func:`gui_app.core.scoring.batch.score_many`), storing the scores in the catalog.
+  function as ``rollscope score`` (:func:`gui_app.core.scoring.batch.score_many`), storing the scores in the catalog,
+  with the judge chosen in the settings (Model → Judge settings…; the built-in model by default).
 
 The ``*_task`` functions are what the workers run: plain data in, plain data out, no Qt.
 """
@@ -39,6 +40,8 @@ from gui_app.qt.session import Session
 from gui_app.qt.workers import Job, JobQueue, Progress, Reporter, Runner
 
 if TYPE_CHECKING:
+    from gui_app.core.scoring.batch import Scorer
+    from gui_app.core.settings import Settings
     from models.runtime import RewardModel
 
 # -- plain tasks (worker threads) ------------------------------------------------------------------------------
@@ -131,26 +134,45 @@ def load_task(key: str, rep: Reporter, source_options: dict[str, Any] | None = N
     return loaded
 
 
+def judge_options(name: str, settings: Settings) -> dict[str, str]:
+    """The options the app gives the judge ``name``: those saved for it (Model → Judge settings…), and for the
+    built-in model its weights: the active model (``settings.model``, Model → Use model…). Unchecked: the registry
+    checks them when the judge loads."""
+    from gui_app.judges.registry import DEFAULT_JUDGE
+
+    options = dict(settings.judge_options.get(name, {}))
+    if name == DEFAULT_JUDGE and settings.model:
+        options["model"] = settings.model  # one place for the built-in model's weights: the active model
+    return options
+
+
 class _ModelHolder:
-    """The reward model, loaded once on first use (in a worker: ONNX session creation takes a moment): the active
-    one, read from the settings in ``settings_dir`` (None: the user's), unless one was handed over loaded."""
+    """The judge the app scores with, loaded once on first use (in a worker: ONNX session creation, an endpoint's
+    settings, a checkpoint take a moment): the one chosen in the settings in ``settings_dir`` (None: the user's)
+    with its options, by default the built-in reward model, the active one unless one was handed over loaded
+    (``model``: Model → Use model…)."""
 
     def __init__(self, settings_dir: Path | None = None, model: RewardModel | None = None) -> None:
         self.settings_dir = settings_dir
-        self.model: RewardModel | None = model
+        self.builtin: RewardModel | None = model
+        self.model: Scorer[Any] | None = None
 
-    def get(self) -> RewardModel:
+    def get(self) -> Scorer[Any]:
         if self.model is None:
-            try:
-                from models.runtime import RewardModel
-            except ImportError as exc:
-                raise RollscopeError(f"the reward model is not available in this build ({exc})") from exc
-            try:
-                from gui_app.core.settings import active_model
+            from gui_app.core.settings import SettingsStore
+            from gui_app.judges.registry import DEFAULT_JUDGE, load_judge
 
-                self.model = RewardModel.load(active_model(self.settings_dir))  # the active model (`rollscope model`)
-            except (OSError, ValueError) as exc:  # RollscopeError (no weights, bad file) passes through as is
-                raise RollscopeError(f"cannot load the reward model: {exc}") from exc
+            settings = SettingsStore(self.settings_dir).load()
+            name = settings.judge or DEFAULT_JUDGE
+            if name == DEFAULT_JUDGE and self.builtin is not None:
+                self.model = self.builtin
+                return self.model
+            try:
+                self.model = load_judge(name, judge_options(name, settings))
+            except ImportError as exc:
+                raise RollscopeError(f"the judge {name} is not available in this build ({exc})") from exc
+            except (OSError, ValueError) as exc:  # RollscopeError (no weights, bad option) passes through as is
+                raise RollscopeError(f"cannot load the judge {name}: {exc}") from exc
         return self.model
 
 
@@ -175,7 +197,7 @@ def score_one_task(holder: _ModelHolder, catalog: Catalog | None, key: str, traj
     """Score the open trajectory through the same core function as ``rollscope score`` (the model copies what it
     repairs: the trajectory on screen is not changed from this worker thread); without an instruction of its own,
     against the one given to its task (the catalog's)."""
-    rep.progress(0, 1, "loading the reward model")
+    rep.progress(0, 1, "loading the judge")
     model = holder.get()
     rep.progress(0, 1, f"scoring {traj.id}")
     given = catalog.stored_instructions() if catalog is not None else None
@@ -200,7 +222,7 @@ def score_library_task(holder: _ModelHolder, catalog: Catalog, text: str, filter
     keys = [r.key for r in rows if not r.error]
     skipped = [ScoreOutcome(r.key, r.id, error=r.error, reason=NOT_LOADED) for r in rows if r.error]
     given = catalog.stored_instructions()
-    rep.progress(0, len(keys), "loading the reward model")
+    rep.progress(0, len(keys), "loading the judge")
     model = holder.get()
     try:
         outcomes = skipped + score_many(keys, model, catalog=catalog, progress=rep.progress, cancel=rep.cancelled,
@@ -491,8 +513,8 @@ class TrajectoryLoader(QObject):
 
 
 class ScoreController(QObject):
-    """Runs the reward model in a worker; results go to the catalog and, through :attr:`stored`, to every view of
-    the runs scored.
+    """Runs the chosen judge (the reward model by default) in a worker; results go to the catalog and, through
+    :attr:`stored`, to every view of the runs scored.
 
     Signals:
         scored(str): a key whose score changed ('' after a library run).
@@ -511,9 +533,14 @@ class ScoreController(QObject):
         self.job: Job | None = None
 
     def use_model(self, model: RewardModel) -> None:
-        """Score with ``model`` from now on (the active model was switched; it is loaded already). A new holder:
-        a job that has the old one keeps the model it started with."""
+        """Score with ``model`` from now on when the built-in judge is chosen (the active model was switched; it is
+        loaded already). A new holder: a job that has the old one keeps the model it started with."""
         self.holder = _ModelHolder(self.holder.settings_dir, model)
+
+    def use_judge(self) -> None:
+        """Score with the judge the settings now name, loaded when next needed (the built-in model handed over by
+        :meth:`use_model` is kept for when it is chosen). A job that has the old holder keeps its judge."""
+        self.holder = _ModelHolder(self.holder.settings_dir, self.holder.builtin)
 
     def score_current(self) -> Job | None:
         """Score the session's trajectory (its score goes to the library's catalog when one is open)."""

@@ -206,6 +206,8 @@ class MainWindow(QMainWindow):
         for loader in (self.loader, self.comparison.loader):
             self.scorer.stored.connect(loader.apply_scores)
         self.models.changed.connect(lambda folder: setattr(self, "settings", replace(self.settings, model=folder)))
+        self.models.judge_changed.connect(lambda judge, options: setattr(
+            self, "settings", replace(self.settings, judge=judge, judge_options=options)))
         self.exporter.folder_used.connect(lambda folder: self._keep(replace(self.settings, export_folder=folder)))
         self.session.speed_changed.connect(self._on_speed)
         self.session.overlay_changed.connect(self.action_map["toggle_overlay"].setChecked)
