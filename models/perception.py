@@ -22,8 +22,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
-from scipy import ndimage
 
 from models.evidence import RunEvidence
 from models.pointer import PointerDetector, PointerHit
@@ -134,19 +134,49 @@ def _pointer_cells(hit: PointerHit, scale: float, p: int, rows: int, cols: int) 
     return (slice(max(0, int(y0)), min(rows, int(np.ceil(y1)))), slice(max(0, int(x0)), min(cols, int(np.ceil(x1)))))
 
 
+def _components(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 4-connected components of a bool grid: (labels, stats). Labels run 1..n in the raster order of each
+    component's first cell, as ``scipy.ndimage.label`` numbers them (0: background); ``stats[i]`` is component
+    ``i``'s (left, top, width, height, cells), OpenCV's ``connectedComponentsWithStats`` columns (row 0 unused)."""
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=4, ltype=cv2.CV_32S)
+    found, first = np.unique(lab, return_index=True)
+    fg = found > 0
+    order = found[fg][np.argsort(first[fg], kind="stable")]  # OpenCV's labels in raster order of first cell
+    remap = np.zeros(n, np.int32)
+    remap[order] = np.arange(1, len(order) + 1, dtype=np.int32)
+    return remap[lab], stats[np.concatenate([[0], order])]
+
+
+def _dilate4(mask: np.ndarray) -> np.ndarray:
+    """A bool grid grown by one cell up, down, left and right (``scipy.ndimage.binary_dilation``'s default)."""
+    out = mask.copy()
+    out[1:] |= mask[:-1]
+    out[:-1] |= mask[1:]
+    out[:, 1:] |= mask[:, :-1]
+    out[:, :-1] |= mask[:, 1:]
+    return out
+
+
+def _largest_centre(mask: np.ndarray) -> tuple[float, float]:
+    """(row, col) centre of mass of the largest 4-connected component of a bool grid (the first in raster order
+    of the largest), as ``scipy.ndimage.center_of_mass`` gives it: coordinate sums over the cell count, exact."""
+    lab, stats = _components(mask)
+    big = int(np.argmax(stats[1:, cv2.CC_STAT_AREA])) + 1
+    ys, xs = np.nonzero(lab == big)
+    count = float(len(ys))
+    return float(ys.sum()) / count, float(xs.sum()) / count
+
+
 def _regions(changed: np.ndarray, act: tuple[float, float] | None, scale: float, p: int, h: int, w: int
              ) -> list[tuple[int, int, int, int]]:
     """Frame-pixel rectangles (x0, y0, x1, y1) worth looking for text in: each changed area (grown by one patch
     and a text row's height) and a band around the acting point."""
     out: list[tuple[int, int, int, int]] = []
     if changed.any():
-        grown = ndimage.binary_dilation(changed, iterations=1)
-        lab, n = ndimage.label(grown)
-        for sl in ndimage.find_objects(lab):
-            if sl is None:
-                continue
-            out.append((int(sl[1].start * p / scale), int(sl[0].start * p / scale),
-                        int(np.ceil(sl[1].stop * p / scale)), int(np.ceil(sl[0].stop * p / scale))))
+        _, stats = _components(_dilate4(changed))
+        for x, y, cw, ch, _ in stats[1:].tolist():
+            out.append((int(x * p / scale), int(y * p / scale),
+                        int(np.ceil((x + cw) * p / scale)), int(np.ceil((y + ch) * p / scale))))
     if act is not None:
         bw, bh = max(160, w // 4), max(48, h // 12)
         out.append((int(act[0] - bw), int(act[1] - bh), int(act[0] + bw), int(act[1] + bh)))
@@ -247,10 +277,7 @@ class Perceiver:
             if found:
                 act, source = (hit.x, hit.y), "pointer"
             elif changed.any():
-                lab, n = ndimage.label(changed)
-                sizes = ndimage.sum(changed, lab, range(1, n + 1))
-                big = int(np.argmax(sizes)) + 1
-                cy, cx = ndimage.center_of_mass(changed, lab, big)
+                cy, cx = _largest_centre(changed)
                 act, source = ((cx + 0.5) * p / scale, (cy + 0.5) * p / scale), "change"
             log_pt = points[k] if points is not None and k < len(points) else None
             # The screen's text: the first keyframe whole (and every keyframe whole, unpruned); afterwards only

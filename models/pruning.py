@@ -23,8 +23,6 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 _EPS = 1e-6
 
@@ -121,31 +119,36 @@ def spatial_keep(p: np.ndarray, tau_s: float, max_component: int, sq_norms: np.n
                  ) -> np.ndarray:
     """``(T, R, C, D)`` float patches -> ``(T, R, C)`` bool: False for patches of large homogeneous components.
 
-    All frames go into one sparse graph (edges never cross frames), so one ``connected_components`` call
-    labels every frame at once. Neighbour distances come from ``|a|^2 + |b|^2 - 2 a.b`` on the flat
-    ``(T*R*C, D)`` array shifted by one (right neighbour) and by ``C`` (neighbour below): one pass over the
-    pixels per direction, no difference array; the pairs that wrap across a row or a frame are masked out.
-    ``sq_norms`` (``T*R*C`` squared patch norms) can be passed when already computed.
+    Neighbour distances come from ``|a|^2 + |b|^2 - 2 a.b`` on the flat ``(T*R*C, D)`` array shifted by one
+    (right neighbour) and by ``C`` (neighbour below): one pass over the pixels per direction, no difference
+    array; the pairs that wrap across a row or a frame are masked out. ``sq_norms`` (``T*R*C`` squared patch
+    norms) can be passed when already computed.
+
+    The components of that graph come from one OpenCV labelling of all frames at once: each frame is drawn at
+    twice its grid size, a patch at ``(2i, 2j)``, an edge to its right neighbour at ``(2i, 2j + 1)`` and one to
+    the patch below at ``(2i + 1, 2j)``; the odd-odd cells and each frame's last row stay empty, so two patches
+    are 4-connected in the drawing exactly when the graph joins them (the same components as SciPy's
+    ``connected_components`` on the sparse graph; the desktop bundle carries no SciPy).
     """
     t, r, c, d = p.shape
     n = t * r * c
     flat = p.reshape(n, d)
     sq = _row_dot(flat, flat) if sq_norms is None else sq_norms.reshape(n)
     idx = np.arange(n)
-    pairs_a, pairs_b = [], []
-    for shift, valid in ((1, (idx % c) < c - 1), (c, (idx % (r * c)) < (r - 1) * c)):
+    img = np.zeros((t, 2 * r, 2 * c), np.uint8)
+    img[:, 0::2, 0::2] = 1
+    for shift, valid, cells in ((1, (idx % c) < c - 1, img[:, 0::2, 1::2]),
+                                (c, (idx % (r * c)) < (r - 1) * c, img[:, 1::2, 0::2])):
         if n <= shift:
             continue
         dist2 = sq[shift:] + sq[:-shift] - 2.0 * _row_dot(flat[shift:], flat[:-shift])
-        a = np.flatnonzero((dist2 < tau_s * tau_s) & valid[:-shift])
-        pairs_a.append(a)
-        pairs_b.append(a + shift)
-    a = np.concatenate(pairs_a) if pairs_a else np.zeros(0, np.int64)
-    b = np.concatenate(pairs_b) if pairs_b else np.zeros(0, np.int64)
-    graph = coo_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n)).tocsr()
-    _, labels = connected_components(graph, directed=False)
-    sizes = np.bincount(labels)
-    return (sizes[labels] <= max_component).reshape(t, r, c)
+        edge = np.zeros(n, bool)
+        edge[:-shift] = (dist2 < tau_s * tau_s) & valid[:-shift]  # edge[k]: patch k joined to patch k + shift
+        cells[edge.reshape(t, r, c)] = 1
+    _, lab = cv2.connectedComponents(img.reshape(t * 2 * r, 2 * c), connectivity=4, ltype=cv2.CV_32S)
+    labels = lab.reshape(t, 2 * r, 2 * c)[:, 0::2, 0::2]
+    sizes = np.bincount(labels.ravel())
+    return sizes[labels] <= max_component
 
 
 def temporal_keep(p: np.ndarray, tau_t: float, sq_norms: np.ndarray | None = None

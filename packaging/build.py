@@ -24,6 +24,8 @@ import tarfile
 import time
 from pathlib import Path
 
+from bundle_trim import has_symbol_table, needed, segments_aligned  # packaging/bundle_trim.py, beside this
+
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "packaging" / "rollscope.spec"
 NAME = "rollscope"
@@ -34,10 +36,11 @@ _SKIP_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache"}
 _DESKTOP = ROOT / "packaging" / "rollscope.desktop"
 _ICON = ROOT / "packaging" / "rollscope.svg"
 _README = ROOT / "packaging" / "BUNDLE_README.md"
-# Libraries that ship with their symbol tables (the linker's, not the dynamic ones a loader reads), stripped after
-# PyInstaller collected them: polars' runtime 178 -> 138 MB, Debian's libpython 23 -> 6 MB. Nothing else is stripped:
-# the wheels' own libraries were rewritten by auditwheel (patchelf), and strip can break those.
-_STRIP = ("_polars_runtime_32/_polars_runtime.abi3.so", "libpython3.*.so.1.0")
+# Libraries that ship with their symbol tables (the linker's ``.symtab``, not the dynamic symbols a loader reads) are
+# stripped after PyInstaller collected them (``strip --strip-unneeded``, :func:`_strip`): polars' runtime 178 -> 138
+# MB, Debian's libpython 23 -> 6 MB, PyAV's Cython modules 26 MB, and Python's, PyYAML's and ICU's own. A stripped
+# copy replaces a file only if the loader can still map it: strip misaligns numpy's OpenBLAS, which auditwheel's
+# patchelf rewrote, and that one stays as it was.
 
 
 def _version() -> str:
@@ -89,14 +92,30 @@ def _desktop_files(folder: Path) -> None:
     shutil.copy2(_ICON, icons / f"{NAME}.svg")
 
 
-def _strip(folder: Path) -> None:
-    """Strip the symbol tables of :data:`_STRIP` in the bundle (skipped where there is no ``strip``)."""
+def _strip(folder: Path) -> list[Path]:
+    """Strip the symbol tables left in the bundle's ELF files (nothing where there is no ``strip``). Each file is
+    stripped into a copy that replaces it only when the loader can still map it and it names the same libraries
+    (:func:`bundle_trim.segments_aligned`: strip misaligns some files patchelf rewrote). Only under
+    ``_internal/``: the ``rollscope`` executable carries its Python archive after its ELF image.
+
+    Returns:
+        The files left as they were because their stripped copy failed that check.
+    """
     strip = shutil.which("strip")
     if strip is None:
-        return
-    for pattern in _STRIP:
-        for lib in (folder / "_internal").glob(pattern):
-            subprocess.run([strip, "--strip-unneeded", str(lib)], check=True)
+        return []
+    kept = []
+    for lib in sorted((folder / "_internal").rglob("*")):
+        if not lib.is_file() or lib.is_symlink() or ".so" not in lib.name or not has_symbol_table(lib):
+            continue
+        out = lib.with_name(lib.name + ".stripped")
+        subprocess.run([strip, "--strip-unneeded", "-o", str(out), str(lib)], check=True)
+        if segments_aligned(out) and needed(out) == needed(lib):
+            out.replace(lib)
+        else:
+            out.unlink()
+            kept.append(lib)
+    return kept
 
 
 def make_tarball(folder: Path) -> Path:
@@ -129,7 +148,8 @@ def build(dist: Path, work: Path, tarball: bool = True, log_level: str = "WARN")
         (folder / STAMP).unlink()
     subprocess.run([pyinstaller, "--noconfirm", "--log-level", log_level, "--distpath", str(dist), "--workpath",
                     str(work), str(SPEC)], cwd=ROOT, check=True)
-    _strip(folder)
+    for lib in _strip(folder):
+        print(f"{lib.relative_to(folder)}: left unstripped (its stripped copy would not load)")
     _desktop_files(folder)
     (folder / STAMP).write_text(digest + "\n")
     if tarball:

@@ -63,7 +63,6 @@ from typing import Any
 
 import cv2
 import numpy as np
-from scipy.ndimage import minimum_filter1d
 
 from gui_app.core import cache
 from gui_app.core.errors import VideoError
@@ -464,8 +463,18 @@ def sliding_min(row: np.ndarray, n: int) -> np.ndarray:
         row: (M,) values.
         n: window length (>= 1).
     """
-    padded = np.concatenate([row, np.full(n, np.inf)])
-    return minimum_filter1d(padded, size=n, mode="constant", cval=np.inf, origin=-(n // 2))[: len(row)]
+    # van Herk / Gil-Werman: cut the padded row into blocks of n; a window starting at j spans the rest of j's block
+    # (a suffix minimum) and the start of the next block up to j + n - 1 (a prefix minimum). Exact: only minima of
+    # the same values are taken (SciPy's minimum_filter1d gives the same numbers; the desktop bundle carries no
+    # SciPy).
+    m = len(row)
+    blocks = -(-(m + n) // n)
+    padded = np.full(blocks * n, np.inf)
+    padded[:m] = row
+    grid = padded.reshape(blocks, n)
+    prefix = np.minimum.accumulate(grid, axis=1).ravel()
+    suffix = np.minimum.accumulate(grid[:, ::-1], axis=1)[:, ::-1].ravel()
+    return np.minimum(suffix[:m], prefix[n - 1:n - 1 + m])
 
 
 def fit_offset(dist: np.ndarray, frame_times: np.ndarray, walls: list[float], nexts: list[float | None],
