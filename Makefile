@@ -14,9 +14,10 @@ APT_PACKAGES := chromium chromium-driver xvfb xauth libegl1 libgl1 libxkbcommon0
 	libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0 fonts-liberation fonts-dejavu-core \
 	$(STYLE_PACKAGES)
 # The desktop recorder (`rollscope collect desktop`, its slow test and bench): a window manager, input and capture
-# tools, the recorded applications and the GTK themes it varies between episodes (cursor themes: STYLE_PACKAGES).
+# tools, the recorded applications and the GTK themes it varies between episodes (cursor themes: STYLE_PACKAGES);
+# the threat scenarios (`--tasks threats`) also run a terminal (xterm), curl and wget.
 DESKTOP_APT_PACKAGES := openbox xdotool ffmpeg xclip x11-utils x11-xserver-utils libreoffice-calc \
-	libreoffice-writer libreoffice-gtk3 mousepad pcmanfm galculator gnome-themes-extra
+	libreoffice-writer libreoffice-gtk3 mousepad pcmanfm galculator gnome-themes-extra xterm curl wget
 SAMPLES := resources/samples
 
 .PHONY: demo test install system-deps bench screenshots package clean

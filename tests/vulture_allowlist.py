@@ -79,3 +79,11 @@ _.step_next
 _.step_prev
 _.use_model_dialog
 _.use_shipped_model
+# gui_app/recorders/desktop/threats.py: http.server calls a handler's do_<METHOD> and log_message by name and reads
+# its protocol_version; socketserver reads the server's daemon_threads.
+_.do_GET
+_.do_POST
+_.do_PUT
+_.log_message
+_.protocol_version
+_.daemon_threads

@@ -2,7 +2,8 @@
 
 ``miniwob``: MiniWoB++ tasks in headless Chromium, as native trajectories (and/or OSWorld result folders).
 ``desktop``: real Debian desktop applications under Xvfb (LibreOffice, Mousepad, PCManFM, galculator, Chromium),
-as native trajectories and OSWorld result folders.
+as native trajectories and OSWorld result folders; ``--tasks threats`` records the threat scenarios (a benign task
+with a threat in the environment, a harm checker beside the task's), ``--profile b`` another desktop agent.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where to record from: MiniWoB++ in headless Chromium, or real desktop apps under Xvfb")
     p.add_argument("--tasks", default=None,
                    help="comma-separated task names; miniwob: or 'train' (the training task types, default), "
-                        "'heldout' (the 11 held-out types, for evaluation) or 'all'; desktop: or 'all' (default)")
+                        "'heldout' (the 11 held-out types, for evaluation) or 'all'; desktop: or 'all' (the benign "
+                        "tasks, default) or 'threats' (the threat scenarios)")
     p.add_argument("--episodes", type=int, default=10, help="episodes per task (default 10)")
     p.add_argument("--out", required=True, help="output folder (one sub-folder per task and episode)")
     p.add_argument("--seed", type=int, default=0, help="base seed: episode i of a task gets seed S*1e6+i")
@@ -40,6 +42,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fps", type=int, default=5, help="desktop: frames per second of recording.mp4 (default 5)")
     p.add_argument("--think", default="0.4,2.0",
                    help="desktop: min,max seconds the agent pauses before each action (default 0.4,2.0)")
+    p.add_argument("--profile", default="a", choices=["a", "b"],
+                   help="desktop: the agent profile: a (the first agent) or b (keyboard shortcuts, hovers, extra "
+                        "looks and waits, other typing bursts) (default a)")
+    p.add_argument("--harm-rate", type=float, default=0.5,
+                   help="desktop threat scenarios: probability that the agent falls for the threat (default 0.5)")
     p.add_argument("--json", action="store_true", help="print one JSON object (no progress bar)")
 
 
@@ -95,16 +102,22 @@ def _print_report(report, args: argparse.Namespace) -> int:  # noqa: ANN001
         print(json.dumps(report.to_dict()))
         return 0
     agreement = getattr(report, "agreement", None)
+    harm = getattr(report, "harm", None) or {}
+    threats = {t for t in harm if t.startswith("threat_")}
     print(f"recorded {report.recorded}, skipped {report.skipped} (already there), errors {len(report.errors)} "
           f"in {report.seconds:.0f} s ({report.episodes_per_minute:.2f} episodes/min) -> {args.out}")
     print(f"{'task':<28}{'success':>8}{'failure':>8}{'mistake':>8}{'clean-fail':>11}{'error':>6}"
-          + (f"{'agree':>8}" if agreement is not None else ""))
+          + (f"{'agree':>8}" if agreement is not None else "") + (f"{'harmful':>9}{'harm-agree':>12}" if threats
+                                                                   else ""))
     for task, c in sorted(report.by_task.items()):
         line = (f"{task:<28}{c['success']:>8}{c['failure']:>8}{c['mistakes']:>8}{c['clean_failure']:>11}"
                 f"{c['error']:>6}")
         if agreement is not None:
             a = agreement.get(task, {"episodes": 0, "agree": 0})
             line += f"{a['agree']:>4}/{a['episodes']:<3}"
+        if task in threats:
+            h = harm[task]
+            line += f"{h['harmful']:>9}{h['agree']:>8}/{h['episodes']:<3}"
         print(line)
     for e in report.errors[:5]:
         who = f" (agent {e['agent']})" if args.source == "miniwob" else ""
@@ -125,13 +138,17 @@ def _parse_size(text: str) -> tuple[int, int]:
 
 
 def _run_desktop(args: argparse.Namespace) -> int:
-    from gui_app.recorders.desktop.recorder import CollectError, collect
+    from gui_app.recorders.desktop.recorder import ALL_TASKS, CollectError, collect
     from gui_app.recorders.desktop.tasks import TASKS
+    from gui_app.recorders.desktop.threats import THREATS
 
     spec = args.tasks or "all"
-    tasks = sorted(TASKS) if spec == "all" else [t.strip() for t in spec.split(",") if t.strip()]
+    named = {"all": sorted(TASKS), "threats": sorted(THREATS)}
+    tasks = named[spec] if spec in named else [t.strip() for t in spec.split(",") if t.strip()]
     if not 0.0 <= args.fail_rate <= 1.0:
         raise CollectError(f"--fail-rate must be in [0, 1], got {args.fail_rate}")
+    if not 0.0 <= args.harm_rate <= 1.0:
+        raise CollectError(f"--harm-rate must be in [0, 1], got {args.harm_rate}")
     if args.episodes < 1 or args.workers < 1 or args.fps < 1:
         raise CollectError("--episodes, --workers and --fps must be >= 1")
     try:
@@ -143,9 +160,10 @@ def _run_desktop(args: argparse.Namespace) -> int:
     layout = args.layout or "both"
     formats = ("native", "osworld") if layout == "both" else (layout,)
     size = _parse_size(args.size)
-    unknown = [t for t in tasks if t not in TASKS]
+    unknown = [t for t in tasks if t not in ALL_TASKS]
     if unknown:
-        raise CollectError(f"unknown desktop task(s): {', '.join(unknown)} (known: {', '.join(sorted(TASKS))})")
+        raise CollectError(f"unknown desktop task(s): {', '.join(unknown)} (known: 'all', 'threats', "
+                           f"{', '.join(sorted(ALL_TASKS))})")
     pbar, on_progress = _progress(args.episodes * len(tasks), "collect desktop", args.json)
     # A terminated collection (SIGTERM from a scheduler or `kill`) unwinds like Ctrl+C: the finally blocks close
     # every X server, window manager, recording and application it started.
@@ -153,7 +171,7 @@ def _run_desktop(args: argparse.Namespace) -> int:
     try:
         report = collect(tasks, args.episodes, args.out, seed=args.seed, fail_rate=args.fail_rate,
                          size=size, workers=args.workers, fps=args.fps, think=think, formats=formats,
-                         on_progress=on_progress)
+                         on_progress=on_progress, harm_rate=args.harm_rate, profile=args.profile)
     finally:
         pbar.close()
     return _print_report(report, args)

@@ -6,8 +6,13 @@ records the step with its wall-clock times and the action as pyautogui code, as 
 logged. Between steps it "thinks" for a while (an agent waiting on its model): the recordings are long and mostly
 still, as real runs are.
 
-The agent marks the step where it first departs from a correct run (:meth:`Actor.mark_deviation`); whether the run
-then fails is for the checker alone to say.
+The agent marks the step where it first departs from a correct run (:meth:`Actor.mark_deviation`) and, in a threat
+scenario, the step of its first harmful action (:meth:`Actor.mark_harm`); whether the run then fails, or did harm,
+is for the checkers alone to say.
+
+Two agent profiles share these hands: ``a`` (the first agent) and ``b``, whose habits differ where agents differ
+(it hovers over a target before clicking it now and then, and stops to look around or wait more often), so that a
+judge does not learn one agent's rhythm.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from typing import Any
 import numpy as np
 
 from gui_app.recorders.desktop.display import Display
+
+#: The agent profiles (``collect desktop --profile``).
+PROFILES = ("a", "b")
 
 #: Fewest and most steps an episode takes (real runs of such tasks take 5-40 actions).
 MIN_STEPS = 5
@@ -61,15 +69,24 @@ class Actor:
         display: the worker's display.
         rng: the episode's randomness (click points, pauses).
         think: (min, max) seconds of "thinking" before each action; occasionally longer stretches.
+        profile: the agent profile (one of :data:`PROFILES`): ``b`` hovers before some clicks and adds harmless
+            looks and waits.
     """
 
-    def __init__(self, display: Display, rng: random.Random, think: tuple[float, float] = (0.4, 2.0)):
+    def __init__(self, display: Display, rng: random.Random, think: tuple[float, float] = (0.4, 2.0),
+                 profile: str = "a"):
+        if profile not in PROFILES:
+            raise ValueError(f"unknown agent profile {profile!r} (known: {', '.join(PROFILES)})")
         self.d = display
         self.rng = rng
         self.think = think
+        self.profile = profile
         self.steps: list[Recorded] = []
         self._mark_pending = False
         self._mark_index: int | None = None
+        self._harm_pending = False
+        self._harm_index: int | None = None
+        self._in_habit = False
         self.done_called = False
 
     # -- bookkeeping -----------------------------------------------------------------------------------------
@@ -87,6 +104,27 @@ class Actor:
             return self._mark_index
         return self.n_steps if self._mark_pending else None
 
+    def mark_harm(self) -> None:
+        """The next (not harmless) action is the agent's first harmful one: it types the secret where it does not
+        belong, runs the untrusted or destructive command, adds the unwanted purchase, addresses the attacker."""
+        if self._harm_index is None:
+            self._harm_pending = True
+
+    def harm_step(self) -> int | None:
+        if self._harm_index is not None:
+            return self._harm_index
+        return self.n_steps if self._harm_pending else None
+
+    def habit(self) -> None:
+        """Profile ``b``'s extra harmless step before an action, now and then: a look around or a short wait."""
+        if self.profile != "b" or self._in_habit or self.done_called or self.rng.random() >= 0.07:
+            return
+        self._in_habit = True
+        try:
+            self.look_around("look over the screen" if self.rng.random() < 0.5 else "check the screen")
+        finally:
+            self._in_habit = False
+
     def pause(self, lo: float | None = None, hi: float | None = None) -> None:
         """Think before acting: the screen stays still meanwhile (and so does the video)."""
         lo = self.think[0] if lo is None else lo
@@ -103,6 +141,9 @@ class Actor:
         if self._mark_pending and not harmless:
             self._mark_pending = False
             self._mark_index = self.n_steps
+        if self._harm_pending and not harmless:
+            self._harm_pending = False
+            self._harm_index = self.n_steps
         self.pause()
         t_action = time.time()
         if do is not None:
@@ -120,7 +161,14 @@ class Actor:
     # -- pointer ---------------------------------------------------------------------------------------------
     def click(self, box: tuple[float, float, float, float], target: str = "", button: int = 1, clicks: int = 1,
               harmless: bool = False, settle: float = 3.0) -> tuple[int, int]:
-        """Click inside ``box`` (screen pixels): a pyautogui ``click``/``doubleClick``/``rightClick``."""
+        """Click inside ``box`` (screen pixels): a pyautogui ``click``/``doubleClick``/``rightClick``.
+
+        Profile ``b`` first hovers over the target now and then (a harmless step: the pointer rests on it).
+        """
+        if not harmless:
+            self.habit()
+            if self.profile == "b" and not self._in_habit and self.rng.random() < 0.2:
+                self.move(box, target=f"hover {target}".strip())
         x, y = self._jitter(box)
         if clicks == 2:
             code, kind = f"pyautogui.doubleClick(x={x}, y={y})", "double_click"
@@ -169,6 +217,8 @@ class Actor:
     # -- keyboard --------------------------------------------------------------------------------------------
     def type(self, text: str, target: str = "", settle: float = 3.0) -> None:
         """Type ``text`` key by key (pyautogui ``typewrite``); ``\\n`` presses Return."""
+        self.habit()
+
         def do() -> None:
             parts = text.split("\n")
             for i, part in enumerate(parts):
@@ -181,6 +231,7 @@ class Actor:
 
     def hotkey(self, *keys: str, target: str = "", settle: float = 3.0) -> None:
         """Press keys together (pyautogui ``hotkey``) or one key (``press``)."""
+        self.habit()
         combo = "+".join(_XKEYS.get(k, k) for k in keys)
         if len(keys) == 1:
             code, kind = f"pyautogui.press({keys[0]!r})", "key"

@@ -116,6 +116,9 @@ class Task:
     def check(self, desk: Desk) -> Verdict:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Stop what the set-up started besides the desk's programs (a threat scenario's web server)."""
+
     def evaluator(self) -> dict[str, Any]:
         """The OSWorld-style ``evaluator`` entry of the task config (what the checker compares)."""
         return {"func": f"rollscope.{self.name}", "expected": {"type": "rule", "rules": self.params}}
