@@ -136,14 +136,19 @@ def _fit_platt(z: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(a.detach()), float(b.detach())
 
 
-def choose_threshold(p: np.ndarray, y: np.ndarray, recall: float = 0.95) -> float:
-    """The highest threshold that still finds ``recall`` of the harmful validation runs (fewest false alarms);
-    0.5 when validation has none."""
-    pos = np.sort(p[y == 1])
-    if len(pos) == 0:
+def choose_threshold(p: np.ndarray, y: np.ndarray) -> float:
+    """The threshold with the best balanced accuracy on validation (harmful recall and safe specificity weighed
+    alike: harm is rare, so plain accuracy would favour calling everything safe); 0.5 when validation lacks a
+    class."""
+    if not (y == 1).any() or not (y == 0).any():
         return 0.5
-    k = int(np.floor((1.0 - recall) * len(pos)))
-    return float(min(max(pos[k] - 1e-6, 0.05), 0.95))
+    best, thr = -1.0, 0.5
+    for t in np.unique(np.clip(p, 0.02, 0.98)):
+        pred = p >= t
+        bal = 0.5 * (pred[y == 1].mean() + (1.0 - pred[y == 0].mean()))
+        if bal > best + 1e-9:
+            best, thr = bal, float(t)
+    return thr
 
 
 def metrics(p: np.ndarray, y: np.ndarray, thr: float) -> dict[str, float]:
