@@ -89,19 +89,19 @@ def open_window(root: Path, annotator: str | None = None) -> tuple[Any, Any] | N
     return app, win
 
 
-def rss_mb() -> float:
-    """Resident memory of this process in MiB (Linux ``/proc``; 0 where unavailable)."""
-    return _status_kb("VmRSS") / 1024
+def rss_mb(pid: int | None = None) -> float:
+    """Resident memory of this process (or of process ``pid``) in MiB (Linux ``/proc``; 0 where unavailable)."""
+    return _status_kb("VmRSS", pid) / 1024
 
 
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process in MiB."""
-    return _status_kb("VmHWM") / 1024
+def peak_rss_mb(pid: int | None = None) -> float:
+    """Peak resident memory of this process (or of process ``pid``) in MiB."""
+    return _status_kb("VmHWM", pid) / 1024
 
 
-def _status_kb(field: str) -> float:
+def _status_kb(field: str, pid: int | None = None) -> float:
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid or 'self'}/status").read_text().splitlines():
             if line.startswith(field + ":"):
                 return float(line.split()[1])
     except OSError:

@@ -16,6 +16,14 @@ def _load(options: dict[str, str]):  # -> models.runtime.RewardModel (imported h
     return RewardModel.load(options.get("model") or active_model(), backend=options["backend"])
 
 
+def load_weights(folder: str | None):  # -> models.runtime.RewardModel
+    """The reward model of the weights (or run) folder ``folder`` (None: the shipped weights), whatever the settings
+    name: how Model → Use model… checks a folder before it becomes the active model."""
+    from models.runtime import RewardModel
+
+    return RewardModel.load(folder)
+
+
 SPEC = JudgeSpec(
     name="rollscope",
     summary="Rollscope's video reward model: local, CPU, about a second a run",

@@ -10,8 +10,10 @@ makes it
 * :class:`TrajectoryLoader` loads a trajectory and opens its frames in a worker, sets them on the session with the
   stored score, and prefetches the next item of the library (``j``/``k`` then open at once).
 * :class:`ScoreController` scores the session's trajectory or the whole library in a worker, through the same core
-  function as ``rollscope score`` (:func:`gui_app.core.scoring.batch.score_many`), storing the scores in the catalog,
-  with the judge chosen in the settings (Model → Judge settings…; the built-in model by default).
+  function as ``rollscope score`` (:func:`gui_app.core.scoring.batch.score_many`) run in the scoring process
+  (:class:`~gui_app.core.scoring.process.ScoringProcess`: the judge's runtimes and buffers never enter the app's
+  memory), storing the scores in the catalog here, with the judge chosen in the settings (Model → Judge settings…;
+  the built-in model by default).
 
 The ``*_task`` functions are what the workers run: plain data in, plain data out, no Qt.
 """
@@ -19,8 +21,9 @@ The ``*_task`` functions are what the workers run: plain data in, plain data out
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +34,10 @@ from gui_app.core.library.catalog import Catalog, ScanReport
 from gui_app.core.errors import RollscopeError, VideoError
 from gui_app.core.library.folder import Library, migrate_labels, open_library
 from gui_app.core.scoring.score import Score
-from gui_app.core.scoring.batch import NOT_LOADED, ScoreOutcome, log_lines, not_scored, score_many, summary, write_log
+from gui_app.core.scoring.batch import (NOT_LOADED, PROCESS_ENDED, ScoreInput, ScoreOutcome, ScorerFactory,
+                                        log_lines, not_scored, score_many, summary, write_log)
+from gui_app.core.scoring.instructions import Instructions
+from gui_app.core.scoring.process import ScoringProcess
 from gui_app.core.store.interface import AnnotationStore
 from gui_app.core.trajectory.model import Trajectory
 from gui_app.core.media.video import FrameSource
@@ -42,7 +48,6 @@ from gui_app.qt.workers import Job, JobQueue, Progress, Reporter, Runner
 if TYPE_CHECKING:
     from gui_app.core.scoring.batch import Scorer
     from gui_app.core.settings import Settings
-    from models.runtime import RewardModel
 
 # -- plain tasks (worker threads) ------------------------------------------------------------------------------
 
@@ -146,34 +151,45 @@ def judge_options(name: str, settings: Settings) -> dict[str, str]:
     return options
 
 
-class _ModelHolder:
-    """The judge the app scores with, loaded once on first use (in a worker: ONNX session creation, an endpoint's
-    settings, a checkpoint take a moment): the one chosen in the settings in ``settings_dir`` (None: the user's)
-    with its options, by default the built-in reward model, the active one unless one was handed over loaded
-    (``model``: Model → Use model…)."""
+def judge_factory(settings_dir: Path | None = None) -> tuple[ScorerFactory, str]:
+    """The judge the app scores with, as the scoring process gets it: the one chosen in the settings in
+    ``settings_dir`` (None: the user's), by default the built-in reward model (the active one), with its options; and
+    the judge in words, for the errors. Read afresh for every scoring: what Model → Judge settings… or ``rollscope
+    model use`` saved since is what scores next (the process keeps a judge loaded while it stays the same)."""
+    from gui_app.core.settings import SettingsStore
+    from gui_app.judges.registry import DEFAULT_JUDGE, load_judge
 
-    def __init__(self, settings_dir: Path | None = None, model: RewardModel | None = None) -> None:
-        self.settings_dir = settings_dir
-        self.builtin: RewardModel | None = model
-        self.model: Scorer[Any] | None = None
+    settings = SettingsStore(settings_dir).load()
+    name = settings.judge or DEFAULT_JUDGE
+    return partial(load_judge, name, judge_options(name, settings)), f"the judge {name}"
 
-    def get(self) -> Scorer[Any]:
-        if self.model is None:
-            from gui_app.core.settings import SettingsStore
-            from gui_app.judges.registry import DEFAULT_JUDGE, load_judge
 
-            settings = SettingsStore(self.settings_dir).load()
-            name = settings.judge or DEFAULT_JUDGE
-            if name == DEFAULT_JUDGE and self.builtin is not None:
-                self.model = self.builtin
-                return self.model
-            try:
-                self.model = load_judge(name, judge_options(name, settings))
-            except ImportError as exc:
-                raise RollscopeError(f"the judge {name} is not available in this build ({exc})") from exc
-            except (OSError, ValueError) as exc:  # RollscopeError (no weights, bad option) passes through as is
-                raise RollscopeError(f"cannot load the judge {name}: {exc}") from exc
-        return self.model
+@dataclass(frozen=True)
+class AppScoring:
+    """Where a scoring job of the app scores: in the scoring process with the judge of the settings, or, when a
+    scorer was handed over (:meth:`ScoreController.use_scorer`), in this process with it."""
+
+    process: ScoringProcess
+    settings_dir: Path | None = None
+    scorer: Scorer[Any] | None = None
+
+    def run(self, items: Sequence[ScoreInput], rep: Reporter, catalog: Catalog | None = None,
+            on_outcome: Callable[[ScoreOutcome], None] | None = None, library_root: Path | None = None,
+            tasks_roots: Sequence[str] | None = None, instructions: Instructions | None = None) -> list[ScoreOutcome]:
+        """:func:`~gui_app.core.scoring.batch.score_many` of ``items`` with the job's progress and cancel; scores go
+        to ``catalog`` (in this process) before ``on_outcome`` hears of them."""
+        try:
+            if self.scorer is not None:
+                return score_many(items, self.scorer, catalog=catalog, progress=rep.progress, cancel=rep.cancelled,
+                                  on_outcome=on_outcome, library_root=library_root, tasks_roots=tasks_roots,
+                                  instructions=instructions, no_instruction_hint=NO_INSTRUCTION_HINT)
+            factory, what = judge_factory(self.settings_dir)
+            return self.process.score(items, factory, what, catalog=catalog, progress=rep.progress,
+                                      cancel=rep.cancelled, on_outcome=on_outcome, library_root=library_root,
+                                      tasks_roots=tasks_roots, instructions=instructions,
+                                      no_instruction_hint=NO_INSTRUCTION_HINT)
+        finally:
+            memory.trim()  # what was decoded (in this process) or unpickled is freed: give it back
 
 
 # How the app's user gives a run an instruction, said when one has none (not the command line's options).
@@ -192,25 +208,24 @@ class LibraryScoring:
     log_error: str | None = None
 
 
-def score_one_task(holder: _ModelHolder, catalog: Catalog | None, key: str, traj: Trajectory,
+def score_one_task(scoring: AppScoring, catalog: Catalog | None, key: str, traj: Trajectory,
                    rep: Reporter) -> ScoreOutcome:
-    """Score the open trajectory through the same core function as ``rollscope score`` (the model copies what it
-    repairs: the trajectory on screen is not changed from this worker thread); without an instruction of its own,
-    against the one given to its task (the catalog's)."""
-    rep.progress(0, 1, "loading the judge")
-    model = holder.get()
+    """Score the open trajectory through the same core function as ``rollscope score`` (the scoring process gets a
+    copy: the trajectory on screen is not changed); without an instruction of its own, against the one given to its
+    task (the catalog's)."""
     rep.progress(0, 1, f"scoring {traj.id}")
     given = catalog.stored_instructions() if catalog is not None else None
-    (outcome,) = score_many([(key, traj)], model, catalog=catalog, instructions=given,
-                            no_instruction_hint=NO_INSTRUCTION_HINT)
-    memory.trim()  # the decoded frames and the network's buffers are freed: give them back
+    outcomes = scoring.run([(key, traj)], rep, catalog=catalog, instructions=given)
+    if not outcomes:
+        rep.check()  # cancelled before it was scored
+    (outcome,) = outcomes
     if outcome.result is None:  # the error names the file (a trajectory without media, ...)
         raise RollscopeError(outcome.error or f"cannot score {traj.id}")
     rep.progress(1, 1, f"scored {traj.id}")
     return outcome
 
 
-def score_library_task(holder: _ModelHolder, catalog: Catalog, text: str, filters: dict[str, Any],
+def score_library_task(scoring: AppScoring, catalog: Catalog, text: str, filters: dict[str, Any],
                        rep: Reporter, library_root: Path | None = None,
                        tasks_roots: Sequence[str] | None = None) -> LibraryScoring:
     """Score the library's rows that ``text`` and ``filters`` select (all rows when both are empty); media may be
@@ -223,13 +238,8 @@ def score_library_task(holder: _ModelHolder, catalog: Catalog, text: str, filter
     skipped = [ScoreOutcome(r.key, r.id, error=r.error, reason=NOT_LOADED) for r in rows if r.error]
     given = catalog.stored_instructions()
     rep.progress(0, len(keys), "loading the judge")
-    model = holder.get()
-    try:
-        outcomes = skipped + score_many(keys, model, catalog=catalog, progress=rep.progress, cancel=rep.cancelled,
-                                        on_outcome=rep.partial, library_root=library_root, tasks_roots=tasks_roots,
-                                        instructions=given, no_instruction_hint=NO_INSTRUCTION_HINT)
-    finally:
-        memory.trim()  # what the batches decoded and padded is freed: give it back (gui_app.core.memory)
+    outcomes = skipped + scoring.run(keys, rep, catalog=catalog, on_outcome=rep.partial, library_root=library_root,
+                                     tasks_roots=tasks_roots, instructions=given)
     result = LibraryScoring(outcomes)
     if not_scored(outcomes):
         from gui_app.core.library.folder import score_log_folder
@@ -513,8 +523,13 @@ class TrajectoryLoader(QObject):
 
 
 class ScoreController(QObject):
-    """Runs the chosen judge (the reward model by default) in a worker; results go to the catalog and, through
-    :attr:`stored`, to every view of the runs scored.
+    """Runs the chosen judge (the reward model by default) in the scoring process, from a worker; results go to the
+    catalog and, through :attr:`stored`, to every view of the runs scored.
+
+    The scoring process (:attr:`process`) starts with the first scoring, keeps the judge loaded while it is the one
+    the settings name, exits after a while without work and is closed with the window (:meth:`close`): the app's own
+    memory never holds the judge. A process that dies is an error line naming the runs it took with it; the next
+    scoring starts a new one.
 
     Signals:
         scored(str): a key whose score changed ('' after a library run).
@@ -526,21 +541,26 @@ class ScoreController(QObject):
     stored = Signal(object)  # dict[str, Score]
 
     def __init__(self, runner: Runner, session: Session, notifier: Notifier, parent: QObject | None = None,
-                 settings_dir: Path | None = None):
+                 settings_dir: Path | None = None, process: ScoringProcess | None = None):
         super().__init__(parent)
         self.runner, self.session, self.notifier = runner, session, notifier
-        self.holder = _ModelHolder(settings_dir)
+        self.settings_dir = settings_dir
+        self.process = process if process is not None else ScoringProcess()
+        self.scorer: Scorer[Any] | None = None
         self.job: Job | None = None
 
-    def use_model(self, model: RewardModel) -> None:
-        """Score with ``model`` from now on when the built-in judge is chosen (the active model was switched; it is
-        loaded already). A new holder: a job that has the old one keeps the model it started with."""
-        self.holder = _ModelHolder(self.holder.settings_dir, model)
+    def use_scorer(self, scorer: Scorer[Any] | None) -> None:
+        """Score with ``scorer``, in this process, whatever judge the settings name (None: the settings' judge again,
+        in the scoring process). For a scorer built in code, such as a test's; a job already running keeps its
+        own."""
+        self.scorer = scorer
 
-    def use_judge(self) -> None:
-        """Score with the judge the settings now name, loaded when next needed (the built-in model handed over by
-        :meth:`use_model` is kept for when it is chosen). A job that has the old holder keeps its judge."""
-        self.holder = _ModelHolder(self.holder.settings_dir, self.holder.builtin)
+    def _scoring(self) -> AppScoring:
+        return AppScoring(self.process, self.settings_dir, self.scorer)
+
+    def close(self) -> None:
+        """Stop the scoring process (the window closes; its jobs have ended or been cancelled)."""
+        self.process.close()
 
     def score_current(self) -> Job | None:
         """Score the session's trajectory (its score goes to the library's catalog when one is open)."""
@@ -551,8 +571,8 @@ class ScoreController(QObject):
             return None
         if self._busy():
             return None
-        holder = self.holder
-        job = self.runner.submit(f"Scoring {traj.id}", lambda rep: score_one_task(holder, catalog, key, traj, rep),
+        scoring = self._scoring()
+        job = self.runner.submit(f"Scoring {traj.id}", lambda rep: score_one_task(scoring, catalog, key, traj, rep),
                                  on_result=lambda res: self._one_done(key, traj, res), start=False)
         return self._track(job)
 
@@ -565,11 +585,11 @@ class ScoreController(QObject):
             return None
         if self._busy():
             return None
-        holder, flt, catalog, root = self.holder, dict(filters or {}), library.catalog, library.root
+        scoring, flt, catalog, root = self._scoring(), dict(filters or {}), library.catalog, library.root
         tasks = library.tasks_roots
         what = "Scoring the rows shown" if text or flt else "Scoring the whole library"
         job = self.runner.submit(what,
-                                 lambda rep: score_library_task(holder, catalog, text, flt, rep, root, tasks),
+                                 lambda rep: score_library_task(scoring, catalog, text, flt, rep, root, tasks),
                                  on_result=self._library_done, on_cancelled=self._library_done,
                                  on_partial=self._outcome_stored, start=False)
         return self._track(job)
@@ -613,8 +633,13 @@ class ScoreController(QObject):
         if failed:
             where = f"; also in {result.log}" if result is not None and result.log is not None else \
                 f"; {result.log_error}" if result is not None and result.log_error else ""
-            self.notifier.warning(f"{text}; {len(failed):,} not scored ({summary(outcomes)}): View → Log names "
-                                  f"each and why{where}", detail="\n".join(log_lines(outcomes)))
+            text = (f"{text}; {len(failed):,} not scored ({summary(outcomes)}): View → Log names each and "
+                    f"why{where}")
+            if any(o.reason == PROCESS_ENDED for o in failed):  # not the runs' doing: an error, said first
+                self.notifier.error(f"The scoring process ended unexpectedly. {text}",
+                                    detail="\n".join(log_lines(outcomes)))
+            else:
+                self.notifier.warning(text, detail="\n".join(log_lines(outcomes)))
         else:
             self.notifier.info(text)
         self.scored.emit("")

@@ -275,6 +275,7 @@ class MainWindow(QMainWindow):
         self.writes.flush()  # the last labels land before the store closes (no event loop will start them)
         self.write_runner.shutdown()
         self.runner.shutdown()
+        self.scorer.close()
         self.session.set_trajectory(None)
         super().closeEvent(event)
 

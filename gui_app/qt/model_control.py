@@ -1,13 +1,14 @@
 """Model versions in the app: switch the active reward model and rescore the library with it.
 
 :class:`ModelController` is what the Model menu drives. "Use model…" loads a weights folder (such as the run folder
-of ``rollscope train --from-labels``) in a worker, so a folder that is not a model is refused with the loader's
-error before anything changes; then it saves it as the active model through the same settings path as
-``rollscope model use`` (:func:`gui_app.core.settings.set_active_model`) and hands the loaded model to the
-:class:`~gui_app.qt.controllers.ScoreController`, so the next score is the new model's (its ``Score.model`` names
-it). "Use the shipped model" does the same with the shipped weights (``rollscope model reset``). "Rescore" runs the
-scorer's library job (progress and cancel as any scoring); the catalog keeps the old model's scores beside the new
-ones, which is what the "models disagree" queue compares.
+of ``rollscope train --from-labels``) in the scoring process (:class:`~gui_app.core.scoring.process.ScoringProcess`,
+from a worker: the model never loads in the app's own memory), so a folder that is not a model is refused with the
+loader's error before anything changes; then it saves it as the active model through the same settings path as
+``rollscope model use`` (:func:`gui_app.core.settings.set_active_model`), which the
+:class:`~gui_app.qt.controllers.ScoreController` reads for every scoring: the next score is the new model's (its
+``Score.model`` names it). "Use the shipped model" does the same with the shipped weights (``rollscope model
+reset``). "Rescore" runs the scorer's library job (progress and cancel as any scoring); the catalog keeps the old
+model's scores beside the new ones, which is what the "models disagree" queue compares.
 
 "Judge settings…" picks the judge the app scores with and its options (:mod:`gui_app.qt.judge_settings`), saved in
 the settings (``judge``, ``judge_options``); the next score is that judge's. "Judges vs humans…" shows, for the open
@@ -21,14 +22,15 @@ the other without the user having asked for it.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from gui_app.core.errors import RollscopeError
+from gui_app.core.scoring.process import ScoringProcess
 from gui_app.core.settings import SettingsStore, set_active_model
+from gui_app.judges.builtin import load_weights
 from gui_app.judges.registry import DEFAULT_JUDGE
 from gui_app.qt.controllers import ScoreController
 from gui_app.qt.judge_settings import JudgeSettingsDialog, installed
@@ -37,21 +39,14 @@ from gui_app.qt.session import Session
 from gui_app.qt.versus_view import VersusController, VersusDialog, entries
 from gui_app.qt.workers import Job, Reporter, Runner
 
-if TYPE_CHECKING:
-    from models.runtime import RewardModel
-
-
-def load_model_task(path: str | None, rep: Reporter) -> RewardModel:
-    """Load the weights folder ``path`` (None: the shipped weights); raises the loader's error when it is not one."""
+def load_model_task(process: ScoringProcess, path: str | None, rep: Reporter) -> str:
+    """Load the weights folder ``path`` (None: the shipped weights) in the scoring process, where the next scoring
+    finds it; returns the model's name, or raises the loader's error when it is not one."""
     rep.progress(0, None, f"loading {path or 'the shipped model'}")
-    try:
-        from models.runtime import RewardModel
-    except ImportError as exc:
-        raise RollscopeError(f"the reward model is not available in this build ({exc})") from exc
-    try:
-        return RewardModel.load(path)
-    except (OSError, ValueError) as exc:  # a RollscopeError (no weights, bad file) names the file already
-        raise RollscopeError(f"{path}: cannot load the reward model: {exc}") from exc
+    name = process.load(partial(load_weights, path), f"the reward model {path}" if path else "the shipped model",
+                        cancel=rep.cancelled)
+    rep.check()
+    return name
 
 
 class ModelController(QObject):
@@ -97,23 +92,24 @@ class ModelController(QObject):
             self.notifier.info("A model is being loaded")
             return None
         folder = None if path is None else str(Path(path).resolve())
-        job = self.runner.submit(f"Loading model {folder or 'shipped'}", lambda rep: load_model_task(folder, rep),
-                                 on_result=lambda model: self._loaded(folder, model), start=False)
+        process = self.scorer.process
+        job = self.runner.submit(f"Loading model {folder or 'shipped'}",
+                                 lambda rep: load_model_task(process, folder, rep),
+                                 on_result=lambda name: self._loaded(folder, name), start=False)
         job.finished.connect(lambda: setattr(self, "job", None))
         self.job = job
         self.runner.start(job)
         return job
 
-    def _loaded(self, folder: str | None, model: RewardModel) -> None:
+    def _loaded(self, folder: str | None, name: str) -> None:
         warnings = set_active_model(folder, self.settings_store.directory)
         if warnings:  # not saved: the choice would not outlive this run, say so and change nothing
             self.notifier.error("; ".join(warnings))
             return
-        self.scorer.use_model(model)
         judge = self._settings().load().judge or DEFAULT_JUDGE
         then = "Model → Rescore scores the library with it" if judge == DEFAULT_JUDGE else \
             f"the app scores with the judge {judge} (Model → Judge settings… switches)"
-        self.notifier.info(f"Active model: {model.name} ({folder or 'the shipped weights'}); {then}")
+        self.notifier.info(f"Active model: {name} ({folder or 'the shipped weights'}); {then}")
         self.changed.emit(folder)
 
     def rescore(self) -> Job | None:
@@ -151,7 +147,6 @@ class ModelController(QObject):
         if store.warnings:  # not saved: the choice would not outlive this run, say so and change nothing
             self.notifier.error("; ".join(store.warnings))
             return False
-        self.scorer.use_judge()
         self.notifier.info(f"The app now scores with the judge {name}"
                            + (f" ({', '.join(f'{k}={v}' for k, v in sorted(options.items()))})" if options else "")
                            + "; Model → Rescore scores the library with it")
@@ -170,7 +165,8 @@ class ModelController(QObject):
             return self.versus
         settings = self._settings().load()
         specs, _broken = installed()
-        controller = VersusController(self.runner, self.session, self.notifier, entries(settings, specs), self)
+        controller = VersusController(self.runner, self.session, self.notifier, entries(settings, specs), self,
+                                      self.scorer.process)
         chosen = settings.judge or DEFAULT_JUDGE
         dialog = VersusDialog(controller, checked=[DEFAULT_JUDGE, chosen], parent=self._window(parent))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

@@ -2,9 +2,11 @@
 
 :class:`VersusController` runs the comparison (:func:`gui_app.core.annotation.versus.versus`, the command's own
 function) in a worker through the runner, with progress and cancel: the judges ticked, each with the options the
-app keeps for it (Model → Judge settings…), against the library's final human labels or the environment's outcome.
-:class:`VersusDialog` is its view: the judges to compare, the reference, Run / Cancel, a progress bar, the table (a
-row per judge, the command's columns) and, below it, every run a judge could not score and why.
+app keeps for it (Model → Judge settings…), against the library's final human labels or the environment's outcome;
+the judges load and score in the app's scoring process (:class:`~gui_app.core.scoring.process.ScoringProcess`), one
+after the other, never in the app's memory. :class:`VersusDialog` is its view: the judges to compare, the reference,
+Run / Cancel, a progress bar, the table (a row per judge, the command's columns) and, below it, every run a judge
+could not score and why.
 
 :func:`versus_task` is what the worker runs: plain data in and out, no Qt.
 """
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QHe
 from gui_app.core.annotation.versus import COLUMNS, VersusReport, cell, plural, reference_runs, versus
 from gui_app.core.library.catalog import Catalog
 from gui_app.core.safety import printable
+from gui_app.core.scoring.process import ScoringProcess
 from gui_app.core.settings import Settings
 from gui_app.core.store.interface import AnnotationStore
 from gui_app.judges.registry import JudgeError, JudgeSpec, load_judge, resolve_options
@@ -44,15 +47,17 @@ class JudgeEntry:
 
 
 def versus_task(root: Path, store: AnnotationStore | None, catalog: Catalog | None, against: str,
-                judges: Sequence[JudgeEntry], rep: Reporter, tasks_roots: Sequence[str] | None = None) -> VersusReport:
-    """Compare ``judges`` with the library's final labels (``against="labels"``) or the runs' outcome, in a worker."""
+                judges: Sequence[JudgeEntry], rep: Reporter, tasks_roots: Sequence[str] | None = None,
+                process: ScoringProcess | None = None) -> VersusReport:
+    """Compare ``judges`` with the library's final labels (``against="labels"``) or the runs' outcome, in a worker;
+    the judges load and score in ``process`` (the app's scoring process) when given."""
     rep.progress(0, None, "reading the labels" if against == "labels" else "reading the runs' outcomes")
     references, skipped = reference_runs(against, [root], store, catalog)
     rep.check()
     instructions = catalog.stored_instructions() if catalog is not None else None
     return versus(references, [(j.name, partial(load_judge, j.name, j.options)) for j in judges], against,
                   skipped=skipped, progress=rep.progress, cancel=rep.cancelled, library_root=root,
-                  tasks_roots=tasks_roots, instructions=instructions)
+                  tasks_roots=tasks_roots, instructions=instructions, process=process)
 
 
 class VersusController(QObject):
@@ -72,9 +77,10 @@ class VersusController(QObject):
     ended = Signal()
 
     def __init__(self, runner: Runner, session: Session, notifier: Notifier, judges: Sequence[JudgeEntry],
-                 parent: QObject | None = None):
+                 parent: QObject | None = None, process: ScoringProcess | None = None):
         super().__init__(parent)
         self.runner, self.session, self.notifier = runner, session, notifier
+        self.process = process  # where the judges load and score (the app's scoring process); None: in a worker here
         self.judges = list(judges)
         self.job: Job | None = None
         self.report: VersusReport | None = None
@@ -93,9 +99,10 @@ class VersusController(QObject):
             self.notifier.info("Tick a judge to compare (Model → Judge settings… sets their options)")
             return None
         root, store, catalog, tasks = library.root, library.store, library.catalog, library.tasks_roots
+        process = self.process
         job = self.runner.submit(f"Comparing {', '.join(j.name for j in chosen)} with the "
                                  f"{'labels' if against == 'labels' else 'outcomes'}",
-                                 lambda rep: versus_task(root, store, catalog, against, chosen, rep, tasks),
+                                 lambda rep: versus_task(root, store, catalog, against, chosen, rep, tasks, process),
                                  on_progress=self.progressed.emit, on_result=self._done, on_cancelled=self._done,
                                  on_error=lambda exc: self.failed.emit(str(exc)), start=False)
         job.finished.connect(self._ended)

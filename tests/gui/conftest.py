@@ -9,10 +9,13 @@ from tests.gui.library_fixtures import big_library  # noqa: F401 -- a session fi
 
 @pytest.fixture(autouse=True)
 def _no_workers_left(request):
-    """Fail a test that leaves a worker job or a pooled QThread running (napari's rule); stop them either way."""
+    """Fail a test that leaves a worker job, a pooled QThread or a scoring process running (napari's rule); stop
+    them either way."""
     yield
     if "qapp" not in request.fixturenames and "qtbot" not in request.fixturenames:
         return
+    import multiprocessing
+
     from PySide6.QtCore import QThreadPool
 
     from gui_app.qt import workers
@@ -22,8 +25,13 @@ def _no_workers_left(request):
     pool = QThreadPool.globalInstance()
     busy = pool.activeThreadCount()
     pool.waitForDone(20_000)
-    if left or busy:
-        pytest.fail(f"test left background work running: jobs {left}, {busy} busy thread(s) in the global pool")
+    children = multiprocessing.active_children()  # a closed window stops its scoring process
+    for child in children:
+        child.kill()
+        child.join(10)
+    if left or busy or children:
+        pytest.fail(f"test left background work running: jobs {left}, {busy} busy thread(s) in the global pool, "
+                    f"processes {[c.name for c in children]}")
 
 
 def pytest_collection_modifyitems(items):

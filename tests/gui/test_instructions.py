@@ -34,7 +34,7 @@ def window(qtbot, root: Path) -> tuple[MainWindow, FakeScorer]:
     qtbot.addWidget(win)
     win.show()
     model = FakeScorer()
-    win.scorer.use_model(model)  # a Scorer, as the app's RewardModel is
+    win.scorer.use_scorer(model)  # a Scorer, as the app's judges are; it scores in this process, where we read it
     open_and_wait(qtbot, win, root)
     return win, model
 

@@ -12,7 +12,7 @@ from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 
 from gui_app.core.scoring.score import Score
-from gui_app.core.settings import SettingsStore
+from gui_app.core.settings import SettingsStore, set_active_model
 from gui_app.qt.main_window import MainWindow
 from gui_app.qt.notify import JobProgressView
 from gui_app.qt.workers import Runner
@@ -182,12 +182,11 @@ def test_scoring_without_a_trajectory_or_model_says_so(qtbot, window, library):
     assert window.notifier.history[-1] == ("info", "Open a folder first")
 
 
-def test_scoring_without_weights_is_a_message_not_a_crash(qtbot, window, library, tmp_path, monkeypatch):
-    import models.runtime
-
-    monkeypatch.setattr(models.runtime, "WEIGHTS_DIR", tmp_path / "no-weights")  # as in a build without weights
+def test_scoring_without_weights_is_a_message_not_a_crash(qtbot, window, library, tmp_path):
     open_and_wait(qtbot, window, library)
     select_and_wait(qtbot, window, str((library / "t00001").resolve()))
+    # The active model's folder holds no weights (as a build without them): the scoring process reads the settings.
+    assert not set_active_model(tmp_path / "no-weights", window.settings_store.directory)
     window.action_map["score_current"].trigger()
     assert window.scorer.job is not None  # runs in a worker
     qtbot.waitUntil(lambda: window.scorer.job is None, timeout=60_000)

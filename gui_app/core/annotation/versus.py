@@ -37,17 +37,17 @@ from gui_app.core.annotation.agreement import cohen_kappa
 from gui_app.core.annotation.teaching import LabelledRun, known_outcomes, labelled_runs
 from gui_app.core.errors import RollscopeError
 from gui_app.core.safety import printable
-from gui_app.core.scoring.batch import Scorer, score_many
+from gui_app.core.scoring.batch import ScorerFactory, score_many
 from gui_app.core.scoring.instructions import Instructions
 
 if TYPE_CHECKING:
     from gui_app.core.library.catalog import Catalog
+    from gui_app.core.scoring.process import ScoringProcess
     from gui_app.core.store.interface import AnnotationStore
 
 AGAINST = ("labels", "outcome")
 ProgressFn = Callable[[int, int, str], None]
 CancelFn = Callable[[], bool]
-JudgeFactory = Callable[[], Scorer[Any]]
 
 
 @dataclass(frozen=True)
@@ -205,24 +205,35 @@ def one_line(text: str | None) -> str:
     return printable(" ".join(str(text or "").split())) or "unknown error"
 
 
-def judge_runs(references: Sequence[LabelledRun], name: str, factory: JudgeFactory, *,
+def judge_runs(references: Sequence[LabelledRun], name: str, factory: ScorerFactory, *,
                progress: Callable[[int, int], None] | None = None, cancel: CancelFn | None = None,
                library_root: str | Path | None = None, tasks_roots: Sequence[str | Path] | None = None,
-               instructions: Instructions | None = None, batch_size: int = 8) -> JudgeAgreement:
-    """One judge (built by ``factory``) over ``references``, each run's verdict set beside its reference."""
+               instructions: Instructions | None = None, batch_size: int = 8,
+               process: ScoringProcess | None = None) -> JudgeAgreement:
+    """One judge (built by ``factory``) over ``references``, each run's verdict set beside its reference; loaded and
+    run in ``process`` when given (the app: the judge never loads in its memory), else here."""
     out = JudgeAgreement(name)
     t0 = time.perf_counter()
     try:
-        scorer = factory()
+        if process is None:
+            scorer = factory()
+            out.model = str(getattr(scorer, "name", name))
+        else:
+            out.model = process.load(factory, f"the judge {name}", cancel) or name
     except (RollscopeError, ImportError, OSError, ValueError) as exc:  # ImportError: a plug-in's missing library
         out.load_error = one_line(str(exc))
         return out
-    out.model, out.load_seconds = str(getattr(scorer, "name", name)), time.perf_counter() - t0
+    out.load_seconds = time.perf_counter() - t0
     by_key = {r.key: r for r in references}
+    keys = [r.key for r in references]
     t0 = time.perf_counter()
-    outcomes = score_many([r.key for r in references], scorer, progress=progress, cancel=cancel,
-                          batch_size=batch_size, library_root=library_root, tasks_roots=tasks_roots,
-                          instructions=instructions)
+    if process is None:
+        outcomes = score_many(keys, scorer, progress=progress, cancel=cancel, batch_size=batch_size,
+                              library_root=library_root, tasks_roots=tasks_roots, instructions=instructions)
+    else:  # the judge just loaded there is kept for this
+        outcomes = process.score(keys, factory, f"the judge {name}", progress=progress, cancel=cancel,
+                                 batch_size=batch_size, library_root=library_root, tasks_roots=tasks_roots,
+                                 instructions=instructions)
     out.seconds, out.attempted = time.perf_counter() - t0, len(outcomes)
     for oc in outcomes:
         ref, score = by_key[oc.key], oc.result
@@ -237,11 +248,11 @@ def judge_runs(references: Sequence[LabelledRun], name: str, factory: JudgeFacto
     return out
 
 
-def versus(references: Sequence[LabelledRun], judges: Sequence[tuple[str, JudgeFactory]], against: str = "labels",
+def versus(references: Sequence[LabelledRun], judges: Sequence[tuple[str, ScorerFactory]], against: str = "labels",
            *, skipped: Sequence[tuple[str, str]] = (), progress: ProgressFn | None = None,
            cancel: CancelFn | None = None, library_root: str | Path | None = None,
            tasks_roots: Sequence[str | Path] | None = None, instructions: Instructions | None = None,
-           batch_size: int = 8) -> VersusReport:
+           batch_size: int = 8, process: ScoringProcess | None = None) -> VersusReport:
     """Every judge of ``judges`` (``(name, factory)``, loaded one after the other) over ``references``.
 
     Args:
@@ -252,6 +263,7 @@ def versus(references: Sequence[LabelledRun], judges: Sequence[tuple[str, JudgeF
         progress: ``progress(done, total, text)`` over every judge's runs.
         cancel: polled between runs; the report then covers what was scored and says it was cancelled.
         library_root, tasks_roots, instructions: as :func:`~gui_app.core.scoring.batch.score_many` takes them.
+        process: where the judges load and score (the app's scoring process); None: here.
     """
     if against not in AGAINST:
         raise ValueError(f"against must be one of {', '.join(AGAINST)}, not {against!r}")
@@ -271,7 +283,7 @@ def versus(references: Sequence[LabelledRun], judges: Sequence[tuple[str, JudgeF
 
         report.judges.append(judge_runs(references, name, factory, progress=step, cancel=cancel,
                                         library_root=library_root, tasks_roots=tasks_roots,
-                                        instructions=instructions, batch_size=batch_size))
+                                        instructions=instructions, batch_size=batch_size, process=process))
     if cancel is not None and cancel():
         report.cancelled = True
     return report

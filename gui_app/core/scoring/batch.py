@@ -64,6 +64,11 @@ class Scorer(Protocol[PreparedT]):
         ...
 
 
+
+# Builds a scorer where it will score (a Ray worker, the app's scoring process): picklable, such as
+# ``functools.partial(load_judge, name, options)``.
+ScorerFactory = Callable[[], Scorer[Any]]
+
 @dataclass
 class ScoreOutcome:
     """What happened to one input: a score, or the error that stopped it.
@@ -74,7 +79,7 @@ class ScoreOutcome:
         result: the score, or None on error.
         error: the error message, or None.
         reason: why it was not scored, in a few words (:data:`NO_INSTRUCTION`, :data:`NOT_LOADED`,
-            :data:`FAILED`), for the summary of a batch; None when scored.
+            :data:`FAILED`, :data:`PROCESS_ENDED`), for the summary of a batch; None when scored.
     """
 
     key: str
@@ -89,7 +94,8 @@ class ScoreOutcome:
         return {"path": self.key, "id": self.id, **self.result.to_json()}
 
 
-def _key_of(item: ScoreInput) -> str:
+def key_of(item: ScoreInput) -> str:
+    """The key an outcome of ``item`` is given (see :attr:`ScoreOutcome.key`)."""
     if isinstance(item, tuple):
         return item[0]
     return item.source_path if isinstance(item, Trajectory) else str(item)
@@ -109,6 +115,7 @@ def _load(item: ScoreInput, library_root: str | Path | None, tasks_roots: Sequen
 NO_INSTRUCTION = "no instruction"
 NOT_LOADED = "does not load"
 FAILED = "could not be scored"
+PROCESS_ENDED = "scoring process ended"  # the process scoring it died first (gui_app.core.scoring.process)
 
 
 class NotScorableError(RollscopeError):
@@ -204,7 +211,7 @@ def score_many(items: Iterable[ScoreInput], model: Scorer[PreparedT], catalog: C
     for i, item in enumerate(inputs):
         if cancel is not None and cancel():
             break
-        oc = ScoreOutcome(key=_key_of(item), id="")
+        oc = ScoreOutcome(key=key_of(item), id="")
         out.append(oc)
         try:
             traj = _load(item, library_root, tasks_roots)
@@ -239,7 +246,8 @@ def summary(outcomes: Iterable[ScoreOutcome]) -> str:
     """Why the runs not scored were not, counted: ``45 with no instruction, 2 that do not load`` ('' when every
     run was scored)."""
     counts = Counter(o.reason or FAILED for o in not_scored(outcomes))
-    words = {NO_INSTRUCTION: "with no instruction", NOT_LOADED: "that do not load", FAILED: "that failed"}
+    words = {NO_INSTRUCTION: "with no instruction", NOT_LOADED: "that do not load", FAILED: "that failed",
+             PROCESS_ENDED: "lost when the scoring process ended"}
     return ", ".join(f"{n:,} {words.get(reason, reason)}" for reason, n in counts.most_common())
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from gui_app.core.errors import RollscopeError
 from gui_app.core.trajectory.formats.osworld import default_tasks_roots
-from gui_app.core.scoring.batch import CancelFn, ProgressFn, Scorer, ScoreOutcome, score_many
+from gui_app.core.scoring.batch import CancelFn, ProgressFn, Scorer, ScoreOutcome, ScorerFactory, score_many
 from gui_app.core.scoring.instructions import Instructions
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from gui_app.core.library.catalog import Catalog
 
-ScorerFactory = Callable[[], Scorer[Any]]
 LOCAL = "local"  # the --ray value that starts a Ray instance on this machine
 
 
