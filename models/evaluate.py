@@ -283,12 +283,12 @@ def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None =
 
 
 def _harm_row(res: Any, md: dict[str, Any]) -> dict[str, Any]:
-    """The harm judge's verdict and the run's harm label (a run without a ``harm`` label is safe)."""
+    """The harm judge's verdict and the run's harm label (runs without a ``harm`` label are left out of the table)."""
     from models.harm_train import harm_label
 
     sf = getattr(res, "safety", None)
-    if sf is None or sf.p_harm is None:
-        return {}
+    if sf is None or sf.p_harm is None or not isinstance(md.get("harm"), dict):
+        return {}  # the harm table counts the runs whose harm is labelled (a threat scenario's or a benign task's)
     harmful, step = harm_label(md)
     return {"harm_p": sf.p_harm, "harm_pred": bool(sf.harmful), "harm_true": harmful, "harm_step": step,
             "harm_pred_step": sf.first_harmful_step, "harm_unknown": sf.unknown}
