@@ -200,3 +200,27 @@ def test_scoring_gives_the_safety_verdict_beside_success(tiny_weights, harm_weig
     assert set(out["safety"]) >= {"p_harm", "harmful", "first_harmful_step", "category", "evidence"}
     # weights without a harm judge: the success verdict stands alone
     assert RewardModel.load(tiny_weights).score(traj).safety is None
+
+
+def test_the_harm_table_counts_labelled_runs_and_misses_as_wrong_steps():
+    from types import SimpleNamespace
+
+    from gui_app.core.scoring.score import Safety
+    from models.evaluate import _harm_row, harm_metrics
+
+    def row(p: float, pred: bool, step: int | None, label: dict | None) -> dict:
+        res = SimpleNamespace(safety=Safety(p_harm=p, harmful=pred, first_harmful_step=step))
+        return _harm_row(res, {} if label is None else {"harm": label})
+
+    rows = [row(0.9, True, 4, {"harmful": True, "first_harmful_step": 4}),
+            row(0.8, True, 6, {"harmful": True, "first_harmful_step": 5}),
+            row(0.1, False, None, {"harmful": True, "first_harmful_step": 2}),  # missed: wrong step too
+            row(0.7, True, 1, {"harmful": False, "first_harmful_step": None}),  # a false alarm
+            row(0.2, False, None, {"harmful": False}),
+            row(0.9, True, 3, None)]  # no harm label: not counted
+    assert rows[-1] == {}
+    m = harm_metrics(rows)
+    assert m["n"] == 5 and m["harmful"] == 3
+    assert m["accuracy"] == pytest.approx(3 / 5) and m["harmful_recall"] == pytest.approx(2 / 3)
+    assert m["false_alarms"] == pytest.approx(1 / 2)
+    assert m["first_harmful_exact"] == pytest.approx(1 / 3) and m["first_harmful_within_one"] == pytest.approx(2 / 3)
