@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from models.train import fit_platt
 from models.harm import CUES, HARM_JSON, HARM_ONNX, HARM_VERSION, N_CUES, HarmInput, harm_input
 
 HIDDEN = 16
@@ -120,22 +121,6 @@ def _run_logits(net: HarmNet, exs: list[HarmExample]) -> np.ndarray:
                          for e in exs])
 
 
-def _fit_platt(z: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    a = torch.tensor(1.0, requires_grad=True)
-    b = torch.tensor(0.0, requires_grad=True)
-    opt = torch.optim.LBFGS([a, b], max_iter=200)
-    zt, yt = torch.from_numpy(z.astype(np.float32)), torch.from_numpy(y.astype(np.float32))
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(a * zt + b, yt)
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    return float(a.detach()), float(b.detach())
-
-
 def choose_threshold(p: np.ndarray, y: np.ndarray) -> float:
     """The threshold with the best balanced accuracy on validation (harmful recall and safe specificity weighed
     alike: harm is rare, so plain accuracy would favour calling everything safe); 0.5 when validation lacks a
@@ -204,7 +189,7 @@ def train(exs: list[HarmExample], out: str | Path, epochs: int = 60, lr: float =
     net.load_state_dict(best[1])
     net.eval()
     zv = _run_logits(net, va)
-    a, b = _fit_platt(zv, yv)
+    a, b = fit_platt(zv, yv.astype(np.float64))
     pv = 1.0 / (1.0 + np.exp(-(a * zv + b)))
     thr = choose_threshold(pv, yv)
     val = metrics(pv, yv, thr)

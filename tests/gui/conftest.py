@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.gui.library_fixtures import big_library  # noqa: F401 -- a session fixture shared by the GUI tests
+from tests.judges.endpoint_server import server  # noqa: F401 -- a fixture (a loopback judge endpoint), registered here
 
 
 @pytest.fixture(autouse=True)

@@ -18,20 +18,12 @@ from gui_app.core.store.record import Annotation
 from gui_app.judges.registry import JudgeOption, JudgeSpec, spec
 from gui_app.qt.judge_settings import JudgeSettingsDialog
 from gui_app.qt.main_window import MainWindow
-from tests.judges.endpoint_server import EndpointServer
 
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples" / "miniwob"
 LABELS = {"login-user-success": "success", "click-tab-success": "success", "email-inbox-wrong-email": "failure",
           "enter-text-typo": "failure", "click-dialog-missed": "unsure"}
 SECRET = "sk-test-0123456789abcdef-SECRET"
 pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="no bundled samples")
-
-
-@pytest.fixture
-def server():
-    srv = EndpointServer()
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture

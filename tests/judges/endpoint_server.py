@@ -23,8 +23,11 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
 
 
 class EndpointServer:
@@ -130,3 +133,11 @@ class EndpointServer:
         return 200, {"id": "x", "object": "chat.completion", "model": model, "usage": usage,
                      "choices": [{"index": 0, "finish_reason": "stop",
                                   "message": {"role": "assistant", "content": content}}]}, {}
+
+
+@pytest.fixture
+def server() -> Iterator[EndpointServer]:
+    """A loopback OpenAI-compatible endpoint for one test (stopped after it)."""
+    srv = EndpointServer()
+    yield srv
+    srv.stop()

@@ -17,7 +17,6 @@ from gui_app.core.store.interface import default_path
 from gui_app.core.store.record import Annotation
 from gui_app.core.trajectory import formats
 from gui_app.judges.registry import load_judge
-from tests.judges.endpoint_server import EndpointServer
 
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples" / "miniwob"
 # run -> what the people said: (verdict, root-cause step) of each annotator
@@ -29,13 +28,6 @@ LABELS = {
     "login-user-swapped-fields": [("success", None), ("failure", 3)],  # a disagreement nobody settled: left out
     "click-dialog-missed": [("unsure", None)],  # not a verdict: left out
 }
-
-
-@pytest.fixture
-def server():
-    srv = EndpointServer()
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture

@@ -24,13 +24,6 @@ SECRET = "sk-test-0123456789abcdef-SECRET"
 
 
 @pytest.fixture
-def server():
-    srv = EndpointServer()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
 def library(tmp_path) -> Path:
     root = tmp_path / "lib"
     for name in RUNS:
