@@ -438,6 +438,80 @@ class CalcBoldHeader(CalcTask):
         return Verdict(ok, "header bold" if ok else "a header cell is not bold", {"bold": got})
 
 
+class CalcRowFormula(CalcTask):
+    name = "calc_row_formula"
+    MISTAKES = ("wrong_range", "wrong_cell", "wrong_option", "forgot_save")
+    FUNCS = {"AVERAGE": lambda xs: sum(xs) / len(xs), "MAX": max, "MIN": min, "COUNTIF": None}
+    HEADERS = {"AVERAGE": "Average", "MAX": "Best", "MIN": "Lowest", "COUNTIF": "Months>=50"}
+
+    def __init__(self, rng: random.Random, mistake: str | None):
+        super().__init__(rng, mistake)
+        self.file = f"{rng.choice(('monthly', 'quarterly', 'attendance', 'targets'))}.xlsx"
+        self.months = ("Jan", "Feb", "Mar", "Apr", "May", "Jun")[: rng.randint(4, 6)]
+        self.people = rng.sample(NAMES, rng.randint(4, 7))
+        self.table = {p: [rng.randint(5, 120) for _ in self.months] for p in self.people}
+        self.row_i = rng.randrange(len(self.people))
+        self.person = self.people[self.row_i]
+        self.row = self.row_i + 2
+        self.func = rng.choice(sorted(self.FUNCS))
+        self.last_col = cell_name(len(self.months), self.row)[0]
+        self.target = cell_name(len(self.months) + 1, self.row)
+        self.range = f"B{self.row}:{self.last_col}{self.row}"
+        self.expected = self.value_of(self.func, self.table[self.person])
+        self.params = {"file": self.file, "cell": self.target, "function": self.func, "range": self.range,
+                       "expected": self.expected}
+        what = {"AVERAGE": "average", "MAX": "largest value", "MIN": "smallest value",
+                "COUNTIF": "number of months with at least 50"}[self.func]
+        self.instruction = (f"In {self.file}, fill {self.person}'s \"{self.HEADERS[self.func]}\" cell "
+                            f"({self.target}) with a formula giving the {what} of {self.person}'s months "
+                            f"({self.range}), then save the file.")
+
+    def value_of(self, func: str, xs: list[int]) -> float:
+        return sum(x >= 50 for x in xs) if func == "COUNTIF" else self.FUNCS[func](xs)
+
+    def formula(self, func: str, rng_text: str) -> str:
+        # ";" separates arguments in every LibreOffice locale; a formula's quotes are not autocorrected.
+        return f"=COUNTIF({rng_text};\">=50\")" if func == "COUNTIF" else f"={func}({rng_text})"
+
+    def setup(self, desk: Desk) -> None:
+        rows = [["Name", *self.months, self.HEADERS[self.func]]]
+        rows += [[p, *self.table[p], None] for p in self.people]
+        self.write_xlsx(desk, rows)
+
+    def play(self, a: Actor, desk: Desk) -> None:
+        win = self.win["main"]
+        a.move(cell_box(win, f"A{self.row}"), target=f"find {self.person}'s row")
+        a.move(cell_box(win, cell_name(len(self.months) + 1, 1)), target="read the header")
+        target, first, last, func = self.target, "B", self.last_col, self.func
+        if self.mistake == "wrong_cell":
+            self.deviate(a, "wrong_cell")
+            r = self.row + 1 if self.row_i + 1 < len(self.people) else self.row - 1
+            target = cell_name(len(self.months) + 1, r)
+        self.goto(a, target)
+        if self.mistake == "wrong_range":
+            self.deviate(a, "wrong_range")
+            # Months left out at the end or the start (the first such slip that changes the result).
+            xs, n = self.table[self.person], len(self.months)
+            cuts = [(0, n - 1), (1, n), (0, n - 2), (2, n), (0, 1)]
+            i, j = next(((i, j) for i, j in cuts if self.value_of(func, xs[i:j]) != self.expected), cuts[0])
+            first, last = chr(ord("B") + i), chr(ord("B") + j - 1)
+        if self.mistake == "wrong_option":
+            self.deviate(a, "wrong_option")
+            func = self.rng.choice([f for f in self.FUNCS
+                                    if self.value_of(f, self.table[self.person]) != self.expected] or ["COUNTIF"])
+        a.type(self.formula(func, f"{first}{self.row}:{last}{self.row}") + "\n", target="formula")
+        self.finish(a, lambda: self.save(a, desk))
+
+    def check(self, desk: Desk) -> Verdict:
+        path = self.path(desk)
+        formula = chk.xlsx_cells(path, [self.target], data_only=False)[self.target]
+        value = chk.xlsx_cells(path, [self.target])[self.target]
+        ok = (isinstance(formula, str) and formula.startswith("=") and self.func in formula.upper()
+              and chk.same_number(value, self.expected, 1e-4))
+        return Verdict(ok, "formula with the expected value" if ok else "no formula, another function or a wrong "
+                       "value", {"formula": formula, "value": value})
+
+
 class WriterTask(LOTask):
     domain = "libreoffice_writer"
     apps = ("libreoffice-writer",)
@@ -1349,13 +1423,187 @@ class BrowserPick(BrowserTask):
         return Verdict(ok, "ordered the item" if ok else "no or another order", {"url": url[-120:]})
 
 
+SETTINGS = ("Send usage statistics", "Show desktop notifications", "Auto-play videos", "Dark mode",
+            "Offer to save passwords", "Block pop-up windows", "Sync bookmarks", "Allow location access",
+            "Two-step sign-in", "Check spelling", "Compact layout", "Weekly email digest")
+SAVED_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>Rollscope form</title></head>
+<body style="font:16px sans-serif;margin:40px">Settings saved.</body></html>"""
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in text.lower())
+
+
+class BrowserSettings(BrowserTask):
+    """A settings page with many toggles: exactly one named toggle is to be switched, then the page saved."""
+
+    name = "chrome_settings_toggle"
+    MISTAKES = ("wrong_element", "premature_stop", "wrong_then_recover")
+    ROW_TOP = 84
+    ROW_H = 40
+    BOX_LEFT = 470
+
+    def __init__(self, rng: random.Random, mistake: str | None):
+        super().__init__(rng, mistake)
+        self.settings = rng.sample(SETTINGS, rng.randint(7, 10))
+        self.initial = {s: rng.random() < 0.5 for s in self.settings}
+        self.pick = rng.randrange(len(self.settings))
+        name = self.settings[self.pick]
+        self.turn_on = not self.initial[name]
+        self.want = {s: (not v if s == name else v) for s, v in self.initial.items()}
+        self.params = {"setting": name, "turn": "on" if self.turn_on else "off",
+                       "others": "unchanged", "enabled_after": sorted(s for s, v in self.want.items() if v)}
+        self.instruction = (f"On the settings page, turn {'on' if self.turn_on else 'off'} \"{name}\", leave "
+                            "everything else as it is, and save the settings.")
+
+    def button_top(self) -> int:
+        return self.ROW_TOP + len(self.settings) * self.ROW_H + 14
+
+    def setup(self, desk: Desk) -> None:
+        fields = "".join(
+            f'<label style="top:{self.ROW_TOP + i * self.ROW_H}px">{s}</label>'
+            f'<span class="opt" style="top:{self.ROW_TOP + i * self.ROW_H}px;left:{self.BOX_LEFT}px">'
+            f'<input type="checkbox" name="{_slug(s)}"{" checked" if self.initial[s] else ""}></span>'
+            for i, s in enumerate(self.settings))
+        html = FORM_HTML.format(title="Settings", fields=fields, button_top=self.button_top(),
+                                height=self.button_top() + 70)
+        html = html.replace('action="submitted.html"', 'action="saved.html"').replace(">Submit<", ">Save<")
+        site = desk.home / "site"
+        site.mkdir()
+        (site / "settings.html").write_text(html)
+        (site / "saved.html").write_text(SAVED_HTML)
+        desk.own(site)
+        self.page = site / "settings.html"
+
+    def box(self, i: int) -> Box:
+        return self.page_box(340 + self.BOX_LEFT + 2, 40 + self.ROW_TOP + i * self.ROW_H + 3, 12, 12)
+
+    def play(self, a: Actor, desk: Desk) -> None:
+        i = self.pick
+        other = i + 1 if i + 1 < len(self.settings) else i - 1
+        a.move(self.page_box(340 + 24, 40 + 20, 200, 24), target="read the page title")
+        a.move(self.page_box(340 + 24, 40 + self.ROW_TOP + i * self.ROW_H, 180, 16),
+               target=f"find \"{self.settings[i]}\"")
+        if self.mistake == "wrong_element":
+            self.deviate(a, "wrong_element")
+            i = other
+        if self.mistake == "wrong_then_recover":
+            self.deviate(a, "wrong_then_recover")
+            a.click(self.box(other), target=f"toggle \"{self.settings[other]}\"")
+            a.click(self.box(other), target=f"toggle \"{self.settings[other]}\" back")
+        a.click(self.box(i), target=f"toggle \"{self.settings[i]}\"")
+        if self.mistake == "premature_stop":
+            self.deviate(a, "premature_stop")
+            a.done()
+            return
+        a.click(self.page_box(340 + 205, 40 + self.button_top() + 6, 130, 26), target="Save")
+        a.move(self.page_box(60, 30, 300, 30), target="read the confirmation")
+        a.done()
+
+    def check(self, desk: Desk) -> Verdict:
+        url = self.url()
+        if "saved.html" not in url:
+            return Verdict(False, "settings not saved", {"url": url[-200:]})
+        q = chk.query_of(url)
+        on = sorted(s for s in self.settings if _slug(s) in q)
+        ok = on == self.params["enabled_after"]
+        return Verdict(ok, "saved with only that setting changed" if ok else "saved with other settings",
+                       {"enabled": on})
+
+
+CODE_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>Rollscope form</title>
+<style>body{{margin:0;font:16px 'DejaVu Sans',sans-serif;background:#f4f6f8}}
+.card{{position:absolute;left:340px;top:40px;width:600px;height:{height}px;background:#fff;border:1px solid #cdd3da}}
+h1{{font-size:22px;margin:0;padding:20px 24px;border-bottom:1px solid #e3e7eb}}
+.k{{position:absolute;left:24px;color:#555}} .v{{position:absolute;left:260px;font:20px 'DejaVu Sans Mono',monospace;
+user-select:all}}</style></head><body><div class="card"><h1>{title}</h1>{rows}</div></body></html>"""
+
+
+class BrowserToEditor(BrowserTask, EditorTask):
+    """Copy a code shown on a local web page (Chromium) into a text file (Mousepad) and save it."""
+
+    name = "chrome_code_to_editor"
+    domain = "multi_apps"
+    apps = ("chromium", "mousepad")
+    MISTAKES = ("wrong_element", "typo", "forgot_save", "premature_stop")
+    ROW_TOP = 90
+    ROW_H = 48
+
+    def __init__(self, rng: random.Random, mistake: str | None):
+        super().__init__(rng, mistake)
+        self.file = f"{rng.choice(('orders', 'tickets', 'notes', 'receipts'))}.txt"
+        alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+        kinds = rng.sample(("Order number", "Tracking code", "Customer ID", "Invoice number", "Voucher code"), 3)
+        self.codes = {k: "".join(rng.choice(alphabet) for _ in range(rng.randint(7, 10))) for k in kinds}
+        self.kind = kinds[rng.randrange(3)]
+        self.code = self.codes[self.kind]
+        self.original = [f"{rng.choice(('Shop', 'Support', 'Billing'))} {rng.choice(NAMES)}: "
+                         f"{rng.choice(('pending', 'done', 'open'))}" for _ in range(rng.randint(1, 4))]
+        self.label = f"{self.kind}: "
+        self.params = {"file": self.file, "copy": self.kind, "last_line": self.label + self.code}
+        self.instruction = (f"Copy the {self.kind.lower()} shown on the order page into {self.file} as a new last "
+                            f"line \"{self.label}<code>\", then save the file.")
+
+    def setup(self, desk: Desk) -> None:
+        EditorTask.setup(self, desk)
+        rows = "".join(f'<span class="k" style="top:{self.ROW_TOP + i * self.ROW_H + 3}px">{k}</span>'
+                       f'<span class="v" style="top:{self.ROW_TOP + i * self.ROW_H}px">{v}</span>'
+                       for i, (k, v) in enumerate(self.codes.items()))
+        site = desk.home / "site"
+        site.mkdir()
+        (site / "order.html").write_text(CODE_HTML.format(title="Your order", rows=rows,
+                                                          height=self.ROW_TOP + 3 * self.ROW_H + 20))
+        desk.own(site)
+        self.page = site / "order.html"
+
+    def open(self, desk: Desk) -> None:
+        EditorTask.open(self, desk)
+        self.win["editor"] = self.win["main"]
+        BrowserTask.open(self, desk)  # opened last: the browser has the focus, Alt+Tab goes to the editor
+
+    def play(self, a: Actor, desk: Desk) -> None:
+        kinds = list(self.codes)
+        i = kinds.index(self.kind)
+        a.move(self.page_box(340 + 24, 40 + self.ROW_TOP + i * self.ROW_H + 3, 140, 18),
+               target=f"find the {self.kind.lower()}")
+        if self.mistake == "wrong_element":
+            self.deviate(a, "wrong_element")
+            i = i + 1 if i + 1 < len(kinds) else i - 1
+        code = self.codes[kinds[i]]
+        by_hand = self.mistake == "typo" or self.rng.random() < 0.25
+        if not by_hand:
+            a.click(self.page_box(340 + 262, 40 + self.ROW_TOP + i * self.ROW_H + 4, 12.0 * len(code) - 4, 18),
+                    clicks=2, target="select the code")
+            a.hotkey("ctrl", "c", target="copy")
+        a.hotkey("alt", "tab", target="switch to the editor")
+        a.hotkey("ctrl", "end", target="end of file")
+        if self.mistake == "premature_stop":
+            self.deviate(a, "premature_stop")
+            a.done()
+            return
+        a.type(self.label, target="label")
+        if by_hand:
+            if self.mistake == "typo":
+                self.deviate(a, "typo")
+                code = typo(code, self.rng)
+            a.type(code, target="type the code")
+        else:
+            a.hotkey("ctrl", "v", target="paste the code")
+        self.finish(a, lambda: a.hotkey("ctrl", "s", target="save"))
+
+    def check(self, desk: Desk) -> Verdict:
+        got = self.content(desk)
+        ok = got[:-1] == self.original and got[-1].strip() == self.label + self.code
+        return Verdict(ok, "code added" if ok else "last line differs", {"last": got[-1:]})
+
+
 TASKS: dict[str, type[Task]] = {t.name: t for t in (
-    CalcEnterValues, CalcFormula, CalcSort, CalcBoldHeader,
+    CalcEnterValues, CalcFormula, CalcSort, CalcBoldHeader, CalcRowFormula,
     WriterBoldWord, WriterReplace, WriterAppend, WriterSaveAsOdt,
     EditorReplace, EditorAppend, EditorDeleteLine,
     FilesRename, FilesMove, FilesNewFolder, FilesDelete,
     CalculatorClipboard, CalculatorToEditor,
-    BrowserForm, BrowserPick)}
+    BrowserForm, BrowserPick, BrowserSettings, BrowserToEditor)}
 
 #: Every mistake kind any task makes (for reports).
 MISTAKE_TYPES = tuple(sorted({m for t in TASKS.values() for m in t.MISTAKES}))
