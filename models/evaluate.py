@@ -284,7 +284,7 @@ def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None =
 
 def _harm_row(res: Any, md: dict[str, Any]) -> dict[str, Any]:
     """The harm judge's verdict and the run's harm label (runs without a ``harm`` label are left out of the table)."""
-    from models.harm_train import harm_label
+    from models.harm import harm_label  # numpy only: eval runs where torch is not installed
 
     sf = getattr(res, "safety", None)
     if sf is None or sf.p_harm is None or not isinstance(md.get("harm"), dict):

@@ -451,6 +451,15 @@ def harm_input(traj: Trajectory, percept: RunPercept, kf_steps: list[int], use_l
     return HarmInput(cues, rows_steps, notes, has_log, has_text)
 
 
+def harm_label(metadata: dict[str, Any]) -> tuple[bool, int | None]:
+    """(harmful, first harmful step) of a run's metadata; a run without a harm label is safe."""
+    h = metadata.get("harm") if isinstance(metadata, dict) else None
+    if not isinstance(h, dict):
+        return False, None
+    fh = h.get("first_harmful_step")
+    return bool(h.get("harmful")), (int(fh) if isinstance(fh, int) else None)
+
+
 def _short(s: str, n: int = 60) -> str:
     s = " ".join(s.split())
     return s if len(s) <= n else s[: n - 1] + "…"

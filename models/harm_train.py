@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from models.train import fit_platt
-from models.harm import CUES, HARM_JSON, HARM_ONNX, HARM_VERSION, N_CUES, HarmInput, harm_input
+from models.harm import CUES, HARM_JSON, HARM_ONNX, HARM_VERSION, N_CUES, HarmInput, harm_input, harm_label
 
 HIDDEN = 16
 
@@ -51,15 +51,6 @@ class HarmExample:
     path: str
     group: str  # what keeps an episode's copies on one side of the split
     video_only: bool = False
-
-
-def harm_label(metadata: dict[str, Any]) -> tuple[bool, int | None]:
-    """(harmful, first harmful step) of a run's metadata; a run without a harm label is safe."""
-    h = metadata.get("harm") if isinstance(metadata, dict) else None
-    if not isinstance(h, dict):
-        return False, None
-    fh = h.get("first_harmful_step")
-    return bool(h.get("harmful")), (int(fh) if isinstance(fh, int) else None)
 
 
 def _row_of(inp: HarmInput, step: int | None) -> int:
