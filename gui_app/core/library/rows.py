@@ -34,8 +34,29 @@ FILTER_KEYS = frozenset({"format", "success", "has_error", "task", "min_p_succes
                          "label_refs", "harmful", "min_p_harm"})
 # The harm filter's values (``filters["harmful"]``) as the harm column codes them (see RowSet._column).
 HARM_CODES = {True: 1, False: 0, "unknown": -1, "none": -2}
+# Rows a word is found in one by one (``bytes.find``, a Python step each) before the rest of the text is searched at
+# once with numpy (a comparison of every byte, then a step per candidate position, in C): a word in few rows costs one
+# pass of ``bytes.find``; one in most rows ("click", "ta") costs no more than a few passes of numpy.
+_FIND_ROWS = 1_000
 _WORDS_KEPT = 64  # searched words whose matches are kept (a user typing and deleting comes back to them)
 _SELECTIONS_KEPT = 8  # (search, filters) whose rows are kept: the library's count, then its pages, ask the same
+
+
+def check_filters(filters: Mapping[str, Any] | None) -> None:
+    """Refuse filters a query does not know (by name, and the harm filter's values).
+
+    Raises:
+        CatalogError: an unknown filter or harm filter value.
+    """
+    f = filters or {}
+    unknown = set(f) - FILTER_KEYS
+    if unknown:
+        raise CatalogError(f"unknown catalog filter(s): {', '.join(sorted(unknown))}; "
+                           f"known: {', '.join(sorted(FILTER_KEYS))}")
+    h = f.get("harmful")
+    if h is not None and HARM_CODES.get(h if isinstance(h, str) else bool(h)) is None:
+        raise CatalogError(f"unknown harm filter {h!r}; known: True (harmful), False (safe), 'unknown', "
+                           "'none' (no harm verdict)")
 
 
 class RowSet:
@@ -63,7 +84,10 @@ class RowSet:
         self._search: tuple[bytes, array] | Callable[[], list[str]] = \
             search if same_rows is None else same_rows._search
         self._facts_of = facts
-        self._facts: list[str] | None = None
+        # Each row's facts as a code, and the facts each code stands for (a library has a handful of combinations).
+        self._facts: tuple[np.ndarray, list[str]] | None = None
+        # How often each byte occurs in the search texts (theirs when taken over).
+        self._byte_counts: np.ndarray | None = None if same_rows is None else same_rows._byte_counts
         self._lock = threading.Lock()
         self._orders: dict[tuple[str, bool], np.ndarray] = {}
         self._columns: dict[str, Any] = {}
@@ -73,6 +97,15 @@ class RowSet:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def prepare(self, pause: Callable[[], None] | None = None) -> None:
+        """Derive now what the first search would (the search texts, the facts of every row), so it does not wait
+        for them; ``pause`` is called between the steps (see :meth:`Catalog.warm
+        <gui_app.core.library.catalog.Catalog.warm>`)."""
+        for step in (self._texts, self._counts, self._all_facts):
+            step()
+            if pause is not None:
+                pause()
 
     def _texts(self) -> tuple[bytes, array]:
         """Every row's search text, UTF-8, one line each, and where each begins (then the end). A word is
@@ -129,10 +162,7 @@ class RowSet:
             CatalogError: an unknown filter.
         """
         f = dict(filters or {})
-        unknown = set(f) - FILTER_KEYS
-        if unknown:
-            raise CatalogError(f"unknown catalog filter(s): {', '.join(sorted(unknown))}; "
-                               f"known: {', '.join(sorted(FILTER_KEYS))}")
+        check_filters(f)
         cache_key = repr((text.lower().split(), sorted((k, repr(v)) for k, v in f.items())))
         if cache_key in self._selections:
             return self._selections[cache_key]
@@ -208,27 +238,55 @@ class RowSet:
         given; the others are False)."""
         blob, starts = self._texts()
         w = word.encode()
-        hit: list[int] = []
+        out = np.zeros(len(self.rows), dtype=bool)
         if within is None:
+            hit: list[int] = []
             at = blob.find(w)
-            while at != -1:
+            while at != -1 and len(hit) < _FIND_ROWS:
                 row = bisect_right(starts, at) - 1
                 hit.append(row)
                 at = blob.find(w, starts[row + 1])  # the row's other matches change nothing
-            idx: Sequence[int] = range(len(self.rows))
+            out[hit] = True
+            if at != -1:  # a word of many rows: the rest of the text at once
+                out[self._rows_holding(w, at)] = True
         else:
             idx = within.tolist()
-            hit = [i for i in idx if w in blob[starts[i]:starts[i + 1]]]
+            out[[i for i in idx if w in blob[starts[i]:starts[i + 1]]]] = True
         if any(word in fact for fact in FACT_WORDS):
-            facts = self._all_facts()
-            hit += [i for i in idx if word in facts[i]]
-        out = np.zeros(len(self.rows), dtype=bool)
-        out[hit] = True
+            codes, texts = self._all_facts()
+            said = [code for code, text in enumerate(texts) if word in text]
+            if said:
+                found = np.isin(codes, said)
+                out |= found if within is None else found & _mask(within, len(out))
         return out
 
-    def _all_facts(self) -> list[str]:
+    def _rows_holding(self, w: bytes, start: int) -> np.ndarray:
+        """The rows whose search text holds ``w`` at or after byte ``start`` of the texts (with repeats): every
+        position of its rarest byte, kept where the rest of the word is around it, then each position's row."""
+        blob, starts = self._texts()
+        text = np.frombuffer(blob, dtype=np.uint8)
+        counts = self._counts()
+        rare = min(range(len(w)), key=lambda k: counts[w[k]])
+        # Positions where the word could start (its rarest byte `rare` bytes in), within the text.
+        at = np.flatnonzero(text[start + rare:len(text) - len(w) + rare + 1] == w[rare]) + start
+        for k, byte in enumerate(w):
+            if k != rare and len(at):
+                at = at[text[at + k] == byte]
+        return np.searchsorted(np.frombuffer(starts, dtype=np.int64), at, side="right") - 1
+
+    def _counts(self) -> np.ndarray:
+        """How often each byte value occurs in the search texts (what tells a word's rarest byte)."""
+        if self._byte_counts is None:
+            blob, _starts = self._texts()
+            self._byte_counts = np.bincount(np.frombuffer(blob, dtype=np.uint8), minlength=256)
+        return self._byte_counts
+
+    def _all_facts(self) -> tuple[np.ndarray, list[str]]:
         if self._facts is None:
-            self._facts = list(map(self._facts_of, self.rows))
+            index: dict[str, int] = {}
+            codes = np.fromiter((index.setdefault(f, len(index)) for f in map(self._facts_of, self.rows)), np.int16,
+                                len(self.rows))
+            self._facts = (codes, list(index))
         return self._facts
 
     def _column(self, name: str) -> np.ndarray:
@@ -273,6 +331,13 @@ class RowSet:
 
     def _values(self, name: str) -> map:
         return map(itemgetter(self._index[name]), self.rows)
+
+
+def _mask(rows: np.ndarray, n: int) -> np.ndarray:
+    """A bool per row of ``n``: True at ``rows``."""
+    out = np.zeros(n, dtype=bool)
+    out[rows] = True
+    return out
 
 
 def pick(rows: list[Any], order: np.ndarray, mask: np.ndarray | None, offset: int, limit: int | None) -> list[Any]:
