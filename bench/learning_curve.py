@@ -45,6 +45,7 @@ def main() -> int:
     p.add_argument("--labels", default="0,25,50,100,200", help="label counts of the curve")
     p.add_argument("--minutes", type=float, default=10.0, help="fine-tune time budget per point")
     p.add_argument("--epochs", type=int, default=12)
+    p.add_argument("--recipe", default="auto", help="the fine-tune recipe: auto, calibrate, head or full")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads while fine-tuning")
     p.add_argument("--cache", default="", help="perception cache (default: data/bench/learning_curve/.perception)")
@@ -108,7 +109,7 @@ def main() -> int:
             try:
                 rep = finetune(FinetuneArgs(out=str(out), base=args.base, cache=str(cache), minutes=args.minutes,
                                             epochs=args.epochs, holdout=0.0, seed=args.seed, threads=args.threads,
-                                            library_root=str(args.data)),
+                                            library_root=str(args.data), recipe=args.recipe),
                                found.runs, log=lambda m: None)
             except RollscopeError as exc:
                 _common.log(f"{n} labels: no fine-tune: {exc}")
@@ -121,6 +122,10 @@ def main() -> int:
             fig.add(f"ece_{n}_labels", m["ece"])
             fig.add(f"finetune_seconds_{n}_labels", rep["train_seconds"], f"s ({args.threads} torch thread(s))")
             fig.add(f"perceive_seconds_{n}_labels", rep["perceive_seconds"], "s (new runs only)")
+            fig.add(f"recipe_{n}_labels", rep["recipe"], "chosen by cross-validation on the labels"
+                    if args.recipe == "auto" else "")
+            for recipe, acc in rep["cross_validated"].items():
+                fig.add(f"cv_accuracy_{recipe}_{n}_labels", acc)
     if 100 in results:
         lift = results[100]["accuracy"] - base["accuracy"]
         fig.add("lift_100_labels_points", 100 * lift, "points")

@@ -34,7 +34,7 @@ from gui_app.core.errors import RollscopeError, TrajectoryFormatError
 from gui_app.core.trajectory.model import Trajectory
 from models.config import ModelConfig
 from models.evidence import RunEvidence
-from models.features import (FEATURE_VERSION, Example, first_error_frame, keyframe_steps, load_keyframes,
+from models.features import (Example, first_error_frame, keyframe_steps, load_keyframes,
                              perceive_run,
                              make_example)
 from models.perception import (PERCEPTION_VERSION, FramePercept, PerceptionConfig, Perceiver, ReadLine,
@@ -76,7 +76,9 @@ def read_manifest(ds: str | Path) -> pl.DataFrame:
 def cache_key(pcfg: PerceptionConfig, pointer_path: str | Path) -> str:
     """Hash of everything that changes a perception (versions, settings, the pointer detector's weights)."""
     h = hashlib.sha256(Path(pointer_path).read_bytes()).hexdigest()[:12]
-    d = {"p": PERCEPTION_VERSION, "f": FEATURE_VERSION, "cfg": asdict(pcfg), "ptr": h}
+    # "f" stays 3: the cache holds perception only and features are made from it afresh, so a new feature version
+    # must not discard hours of perception (the key once held FEATURE_VERSION, 3 then)
+    d = {"p": PERCEPTION_VERSION, "f": 3, "cfg": asdict(pcfg), "ptr": h}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -14,12 +14,14 @@ exactly what it was trained on. Numpy only (no torch): the ONNX runtime uses it.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
+from rapidfuzz import fuzz
 
 from gui_app.core.errors import VideoError
 from gui_app.core.media.images import read_image
@@ -30,12 +32,12 @@ from models.perception import FramePercept, Perceiver, RunPercept
 from models.terms import TERM_KINDS, Match, instruction_overlap, instruction_terms, match
 
 #: Bump when the features change meaning (checked against the weights at load).
-FEATURE_VERSION = 3
+FEATURE_VERSION = 4
 MAX_WORDS = 40
 MAX_LINES = 120
 IDS_PER_TEXT = 24
 TERM_FEATS = 27
-RUN_FEATS = 37
+RUN_FEATS = 41
 LINE_FEATS = 22
 FRAME_FEATS = 34
 VIS_FEATS = 5
@@ -375,7 +377,8 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
         line_feat=line_feat, line_t=np.array([k for k, _ in lines], np.int64),
         frame_feat=frame_feat, vis=vis, vis_feat=vfeat, vis_t=vt.astype(np.int64),
         run_feat=run_features(terms, term_feat, line_feat, frame_feat, ev, actions, _ending(lines, m, terms, actions),
-                              end=end, n_active=len(active)),
+                              end=end, n_active=len(active),
+                              acts=_acts(instruction, lines, actions)),
         keyframe_steps=list(keyframe_steps_[:t_count]) if keyframe_steps_ else list(range(t_count)),
         masks=masks, tokens_total=int(masks.size), tokens_kept=int(masks.sum()),
         timings=dict(percept.timings), evidence=ev.pieces, reads=percept.reads)
@@ -414,9 +417,60 @@ def _ending(lines: list, m: list, terms: list, actions: list | None) -> np.ndarr
     return f
 
 
+_SAVE_ASKED = re.compile(r"\bsave(d)?\b", re.I)
+_SAVE_KEYS = re.compile(r"\bctrl\+(shift\+)?s\b", re.I)
+_SAVE_CLICKED = re.compile(r"^\s*(save|keep current format|use .*format)\b", re.I)
+# keys that move, confirm or cancel rather than change what the document holds
+_NAV_KEY = re.compile(r"^(enter|return|tab|shift\+tab|esc|escape|up|down|left|right|home|end|pageup|pagedown|"
+                      r"ctrl\+(home|end|l|a|c|f|h)|alt\+tab|f\d+)$", re.I)
+
+
+_VALUE = re.compile(r"\"([^\"]{3,})\"|'([^']{3,})'|(\S*\d\S*|\S+@\S+)")
+
+
+def _values(instruction: str) -> list[str]:
+    """The instruction's values, as typed: quoted text and tokens with a digit or an @ (numbers, times, codes,
+    addresses), at least 3 characters, lower case, without spaces or trailing punctuation."""
+    out = []
+    for m in _VALUE.finditer(instruction):
+        v = "".join((m.group(1) or m.group(2) or m.group(3) or "").split()).lower().strip(".,;:!?()")
+        if len(v) >= 3 and v not in out:
+            out.append(v)
+    return out
+
+
+def _acts(instruction: str, lines: list, actions: list | None) -> np.ndarray:
+    """What the log's acts say beyond coverage: whether the instruction asks to save and whether the run saved
+    after its last edit (a save key, or a click on Save / Keep Current Format), whether one of the instruction's
+    values was typed nearly but never exactly (a typo, a digit off), and the share typed exactly. All typed text is
+    read as one string without spaces, so a value typed in bursts reads whole. Zero without a log (a plain
+    recording says nothing of keys)."""
+    f = np.zeros(4, np.float32)
+    f[0] = float(bool(_SAVE_ASKED.search(instruction)))
+    if not actions:
+        return f
+    last_edit, last_save = -1, -1
+    clicked_save = {k for k, ln in lines if ln.by == "log" and _SAVE_CLICKED.search(ln.text or "")}
+    for k, a in enumerate(actions):
+        presses = a.keys.split()
+        if any(_SAVE_KEYS.fullmatch(p) for p in presses) or k in clicked_save:
+            last_save = k
+        if a.typed or any(not _SAVE_KEYS.fullmatch(p) and not _NAV_KEY.match(p) for p in presses):
+            last_edit = k
+    if last_save >= 0:
+        f[1] = 1.0 if last_save >= last_edit else 0.5
+    values = _values(instruction)
+    typed = "".join("".join(a.typed for a in actions).split()).lower()
+    if values and typed:
+        exact = [v in typed for v in values]
+        f[3] = sum(exact) / len(values)
+        f[2] = float(any(not e and fuzz.partial_ratio(v, typed) >= 80 for v, e in zip(values, exact)))
+    return f
+
+
 def run_features(terms: list, term_feat: np.ndarray, line_feat: np.ndarray, frame_feat: np.ndarray,
                  ev: RunEvidence | None = None, actions: list | None = None, ending: np.ndarray | None = None,
-                 end: int = -1, n_active: int | None = None) -> np.ndarray:
+                 end: int = -1, n_active: int | None = None, acts: np.ndarray | None = None) -> np.ndarray:
     """Run-level coverage of the instruction, the same reading for every task.
 
     Whether every thing the instruction names was acted on or typed (the quoted terms when it has some), whether
@@ -464,6 +518,8 @@ def run_features(terms: list, term_feat: np.ndarray, line_feat: np.ndarray, fram
     f[26] = float(bool(ev.answer))
     if ending is not None:
         f[27:37] = ending
+    if acts is not None:
+        f[37:41] = acts
     return f
 
 

@@ -93,6 +93,9 @@ class FinetuneArgs:
         threads: torch CPU threads.
         library_root: the library the runs belong to: their media may lie anywhere inside it (a derived run reads
             its original's recording), not only in their own folder.
+        recipe: ``auto`` (each of :data:`RECIPES` is tried by cross-validation on the training slice, and the one
+            with the best accuracy kept), or one of them.
+        folds: folds of that cross-validation.
     """
 
     out: str
@@ -109,6 +112,16 @@ class FinetuneArgs:
     seed: int = 0
     threads: int = 1
     library_root: str = ""
+    recipe: str = "auto"
+    folds: int = 4
+
+
+#: What a fine-tune may change, simplest first (a tie keeps the simpler): ``calibrate`` refits only the calibration
+#: and threshold on the frozen network (an agent that succeeds more or less often than the training ones);
+#: ``head`` also trains the output heads (success head, run-level MLP, first-step head) on frozen features;
+#: ``full`` trains the whole network, pulled towards the base weights.
+RECIPES = ("calibrate", "head", "full")
+_HEADS = ("success_head.", "run_mlp.", "frame_head.")
 
 
 @dataclass
@@ -298,17 +311,27 @@ def _ood_reference(vecs: np.ndarray, folds: int = 5, seed: int = 0) -> dict[str,
 
 
 def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Callable[[str], None],
-           progress: ProgressFn | None) -> list[dict[str, Any]]:
-    """The fine-tuning loop (see the module docstring); returns the per-epoch history."""
+           progress: ProgressFn | None, recipe: str = "full", budget: float | None = None) -> list[dict[str, Any]]:
+    """The fine-tuning loop (see the module docstring) with one of :data:`RECIPES`, within ``budget`` seconds
+    (default: the args' minutes); returns the per-epoch history."""
     rng = random.Random(args.seed)
+    if recipe == "calibrate":
+        return []
     anchor = {n: p.detach().clone() for n, p in net.named_parameters()}
-    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    if recipe == "head":
+        params = [p for n, p in net.named_parameters() if n.startswith(_HEADS)]
+        for n, p in net.named_parameters():
+            p.requires_grad_(n.startswith(_HEADS))
+        lr = args.lr * 3  # a few thousand weights on frozen features: a larger step
+    else:
+        params, lr = list(net.parameters()), args.lr
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=args.weight_decay)
     steps = max(1, args.epochs * math.ceil(len(items) / args.batch_size))
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     buffer: dict[str, dict[str, Any]] = {}
     history: list[dict[str, Any]] = []
     t0 = time.monotonic()
-    budget = args.minutes * 60.0
+    budget = args.minutes * 60.0 if budget is None else budget
     for epoch in range(args.epochs):
         net.train()
         order = list(range(len(items)))
@@ -340,8 +363,61 @@ def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Call
         if stopped:
             log(f"time budget of {args.minutes:g} min reached")
             break
+    for p in net.parameters():
+        p.requires_grad_(True)
     net.eval()
     return history
+
+
+def _fit_output(net: RewardNet, items: list[Perceived]) -> tuple[float, float, float]:
+    """Platt calibration (a, b) and threshold of ``net`` fitted on ``items``."""
+    logits, _, _ = predict(net, [it.record for it in items])
+    y = np.array([it.record.success for it in items], dtype=float)
+    a, b = fit_platt(logits, _platt_targets(y))
+    return a, b, choose_threshold(expit(a * logits + b), y.astype(bool))
+
+
+def choose_recipe(base_net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Callable[[str], None],
+                  budget: float) -> tuple[str, dict[str, float]]:
+    """The recipe of :data:`RECIPES` with the best cross-validated accuracy on ``items`` (stratified folds; each
+    fold's calibration and threshold fitted on the other folds), within ``budget`` seconds; a tie, or a recipe
+    whose folds would not fit in the time left, keeps the simpler."""
+    rng = random.Random(args.seed + 1)
+    by_label: dict[bool, list[int]] = {True: [], False: []}
+    for i, it in enumerate(items):
+        by_label[bool(it.record.success)].append(i)
+    fold_of = [0] * len(items)
+    for idx in by_label.values():
+        rng.shuffle(idx)
+        for j, i in enumerate(idx):
+            fold_of[i] = j % args.folds
+    t0 = time.monotonic()
+    scores: dict[str, float] = {}
+    for recipe in RECIPES:
+        right = n = 0
+        for f in range(args.folds):
+            train = [it for it, k in zip(items, fold_of) if k != f]
+            test = [it for it, k in zip(items, fold_of) if k == f]
+            if not test or len({it.record.success for it in train}) < 2:
+                continue
+            left = budget - (time.monotonic() - t0)
+            if left <= 0:
+                break
+            net = copy.deepcopy(base_net)
+            _train(net, train, args, lambda _m: None, None, recipe, budget=left / (args.folds - f))
+            a, b, thr = _fit_output(net, train)
+            logits, _, _ = predict(net, [it.record for it in test])
+            pred = expit(a * logits + b) >= thr
+            right += int((pred == np.array([bool(it.record.success) for it in test])).sum())
+            n += len(test)
+        else:
+            scores[recipe] = right / max(1, n)
+            log(f"recipe {recipe}: cross-validated accuracy {scores[recipe]:.3f}")
+            continue
+        log(f"recipe {recipe}: not tried, the time budget ran out")
+        break
+    best = max(scores, key=lambda r: (scores[r], -RECIPES.index(r))) if scores else "calibrate"
+    return best, scores
 
 
 def _batch(exs: list[Any]) -> dict[str, np.ndarray]:
@@ -400,7 +476,15 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
 
     net = copy.deepcopy(base_torch.backend.net)  # the torch backend's network: the base weights, in float32
     t_train = time.monotonic()
-    history = _train(net, train_items, args, log, progress)
+    budget = args.minutes * 60.0 if args.minutes else float("inf")
+    recipe, cv = args.recipe, {}
+    if recipe == "auto":  # two thirds of the time to choose, the rest (and what choosing left) to train
+        recipe, cv = choose_recipe(net, train_items, args, log, budget * 2 / 3)
+    elif recipe not in RECIPES:
+        raise FinetuneError(f"unknown fine-tune recipe {recipe!r}; choose auto or one of {', '.join(RECIPES)}")
+    log(f"fine-tuning with the {recipe} recipe")
+    history = _train(net, train_items, args, log, progress, recipe,
+                     budget=max(1.0, budget - (time.monotonic() - t_train)))
     train_seconds = time.monotonic() - t_train
 
     recs = [it.record for it in train_items]
@@ -413,7 +497,7 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     out.mkdir(parents=True, exist_ok=True)
     info = {"base": str(base_path), "base_name": base_scoring.name, "seed": args.seed, "n_train": len(train_items),
             "n_heldout": len(held_items), "train_seconds": train_seconds, "epochs_run": len(history),
-            "args": asdict(args)}
+            "recipe": recipe, "cross_validated": cv, "args": asdict(args)}
     base = base_torch.checkpoint
     # the ranges seen: the base's (what its weights learnt from), widened by the labelled runs'
     ood_ref = OODReference(**ood, summary_range=summary_ranges(recs).union(base.ood.summary_range))
@@ -431,7 +515,8 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
         "n_train": len(train_items), "n_heldout": len(held_items),
         "train": [p.run.ref for p in train_items], "heldout": [p.run.ref for p in held_items],
         "skipped": [{"ref": k, "reason": r} for k, r in skipped_all], "notes": [f"{k}: {r}" for k, r in notes],
-        "history": history, "calibration": {"a": a, "b": b}, "threshold": thr,
+        "history": history, "recipe": recipe, "cross_validated": cv, "calibration": {"a": a, "b": b},
+        "threshold": thr,
         "perceive_seconds": t_perceive, "train_seconds": train_seconds, "onnx_max_abs_diff":
             exported["onnx_max_abs_diff"], "train_accuracy": float(((p_train >= thr) == y.astype(bool)).mean()),
     }

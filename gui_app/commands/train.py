@@ -54,6 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--catalog", default=None, help="the library's catalog (default: ROOT/.rollscope/catalog.sqlite)")
     g.add_argument("--base", default=None, help="model to start from: weights folder or run (default: the active "
                                                 "model, else the shipped weights)")
+    g.add_argument("--recipe", default="auto", choices=("auto", "calibrate", "head", "full"),
+                   help="what the fine-tune changes: auto (chosen by cross-validation on the labels, the default), "
+                        "calibrate (calibration and threshold only), head (the output heads too) or full (the whole "
+                        "network)")
     g.add_argument("--minutes", type=float, default=10.0, help="training time budget in minutes (default 10; 0: none)")
     g.add_argument("--holdout", type=float, default=0.25,
                    help="share of the labels per verdict held out for the before-and-after report (default 0.25)")
@@ -165,7 +169,7 @@ def run_from_labels(args: argparse.Namespace) -> int:
     fargs = FinetuneArgs(out=args.out, base=active_or(args.base) or "", cache=args.cache, minutes=args.minutes,
                          epochs=args.epochs or 12, batch_size=args.batch_size or 16, lr=args.lr or 3e-4,
                          holdout=args.holdout, augment=0.5 if args.augment else 0.0, seed=args.seed,
-                         threads=args.threads, library_root=str(root))
+                         threads=args.threads, library_root=str(root), recipe=args.recipe)
     bars = _Bars(args.json)
     try:
         report = finetune(fargs, found.runs, log=lambda msg: print(msg, file=sys.stderr), progress=bars,

@@ -75,3 +75,35 @@ def test_pruning_reads_each_changed_line_once_and_carries_the_rest(perceiver):
     last = len(kf.frames) - 1
     carried = [ln for fp in pruned.frames[:1] for ln in fp.lines if not ln.by and ln.t_end == last]
     assert carried, "no line of the first screen is known to be on the last one"
+
+
+def _acts(instruction: str, actions: list[StepAction] | None) -> list[float]:
+    from models.features import _acts as acts
+
+    return [float(x) for x in acts(instruction, [], actions)]
+
+
+def test_a_run_that_edits_after_its_last_save_or_never_saves_is_told_apart():
+    ask = "In scores.xlsx, enter 191 in C5, 54 in C6, then save the file in its current format."
+    saved = [StepAction(["click"], (10, 10)), StepAction(["type"], None, "191\n"), StepAction(["type"], None, "54\n"),
+             StepAction(["key"], None, "", "ctrl+s"), StepAction(["key"], None, "", "enter")]
+    assert _acts(ask, saved)[:2] == [1.0, 1.0]  # asked to save, saved after the last edit (Enter edits nothing)
+    edited_after = saved[:1] + saved[3:4] + saved[1:3]
+    assert _acts(ask, edited_after)[1] == 0.5
+    assert _acts(ask, saved[:3])[1] == 0.0  # never saved
+    assert _acts("Delete the file walnut.png.", saved)[0] == 0.0  # not asked
+    assert _acts(ask, None) == [1.0, 0.0, 0.0, 0.0]  # a plain recording says nothing of keys
+
+
+def test_a_value_typed_nearly_but_never_exactly_is_a_slip_and_bursts_read_whole():
+    ask = 'Add the line "Tara paid on Tuesday at 12:30" at the end of contacts.txt and save it.'
+    bursts = [StepAction(["type"], None, "Tara paid on "), StepAction(["type"], None, "Tuesday at 12:30")]
+    f = _acts(ask, bursts)
+    assert f[2] == 0.0 and f[3] == 1.0  # both values ("tarapaid...", "12:30") typed exactly across two bursts
+    slip = [StepAction(["type"], None, "Tara paid on Tuesday at 12:03")]
+    f = _acts(ask, slip)
+    assert f[2] == 1.0 and f[3] == 0.0
+    fixed = slip + [StepAction(["key"], None, "", "ctrl+a"),
+                    StepAction(["type"], None, "Tara paid on Tuesday at 12:30")]
+    assert _acts(ask, fixed)[2] == 0.0  # typed right afterwards: not a slip left standing
+    assert _acts(ask, [StepAction(["type"], None, "hello")])[2:] == [0.0, 0.0]  # unrelated text is no slip

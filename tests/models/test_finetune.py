@@ -160,11 +160,11 @@ def test_a_worse_model_does_not_replace_the_active_one(labelled, samples, tiny_w
     strong = tmp_path / "strong"
     finetune(FinetuneArgs(out=str(strong), base=str(tiny_weights), cache=str(cache), holdout=0, epochs=40, lr=3e-3,
                           library_root=str(samples),
-                          anchor=0.0, augment=0.0), runs, log=lambda m: None)
+                          anchor=0.0, augment=0.0, recipe="full"), runs, log=lambda m: None)
     before = active_model()
     rc, report, err = cli_json(["train", "--from-labels", "--store", str(path), "--root", str(samples), "--base",
                                 str(strong), "--out", str(tmp_path / "reckless"), "--cache", str(cache), "--epochs",
-                                "4", "--lr", "0.05", "--activate", "--json"], capsys)
+                                "4", "--lr", "0.05", "--recipe", "full", "--activate", "--json"], capsys)
     assert rc == 1
     assert report["worse"] and not report["activated"]
     assert report["new"]["accuracy"] <= report["base"]["accuracy"]  # lower, or equal with fewer first steps exact
@@ -282,3 +282,29 @@ def test_a_fine_tuned_run_folder_moved_elsewhere_still_loads_and_exports(fine_tu
     b = RewardModel.load(info["out"]).score(traj)
     c = RewardModel.load(moved, backend="torch").score(traj)
     assert a.p_success == b.p_success and abs(a.p_success - c.p_success) <= 1e-3  # torch: half precision
+
+
+def test_recipes_change_only_what_they_say_and_auto_reports_its_choice(labelled, samples, tiny_weights, cache,
+                                                                          tmp_path):
+    path, _ = labelled
+    store = open_store(path)
+    runs = labelled_runs(store, samples).runs
+    store.close()
+    base = torch.load(tiny_weights / "model.pt", weights_only=False)
+    base = base.get("state_dict", base)
+    states = {}
+    for recipe in ("calibrate", "head", "auto"):
+        args = FinetuneArgs(out=str(tmp_path / recipe), base=str(tiny_weights), cache=str(cache), epochs=3,
+                            holdout=0, recipe=recipe, folds=2)
+        report = finetune(args, runs, log=lambda m: None)
+        states[recipe] = torch.load(tmp_path / recipe / "checkpoint.pt", weights_only=False)["state_dict"]
+        assert report["recipe"] == (recipe if recipe != "auto" else report["recipe"])
+    assert all(torch.equal(states["calibrate"][k], base[k].float()) for k in base)  # the network is untouched
+    heads = ("success_head.", "run_mlp.", "frame_head.")
+    moved = {k for k in base if not torch.equal(states["head"][k], base[k].float())}
+    assert moved and all(k.startswith(heads) for k in moved)
+    assert report["recipe"] in ("calibrate", "head", "full") and set(report["cross_validated"]) <= {
+        "calibrate", "head", "full"} and report["cross_validated"]
+    with pytest.raises(FinetuneError):
+        finetune(FinetuneArgs(out=str(tmp_path / "x"), base=str(tiny_weights), cache=str(cache), recipe="magic"),
+                 runs, log=lambda m: None)
