@@ -317,11 +317,11 @@ def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Call
     rng = random.Random(args.seed)
     if recipe == "calibrate":
         return []
-    anchor = {n: p.detach().clone() for n, p in net.named_parameters()}
+    anchor = {name: p.detach().clone() for name, p in net.named_parameters()}
     if recipe == "head":
-        params = [p for n, p in net.named_parameters() if n.startswith(_HEADS)]
-        for n, p in net.named_parameters():
-            p.requires_grad_(n.startswith(_HEADS))
+        params = [p for name, p in net.named_parameters() if name.startswith(_HEADS)]
+        for name, p in net.named_parameters():
+            p.requires_grad_(name.startswith(_HEADS))
         lr = args.lr * 3  # a few thousand weights on frozen features: a larger step
     else:
         params, lr = list(net.parameters()), args.lr
@@ -477,7 +477,7 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     net = copy.deepcopy(base_torch.backend.net)  # the torch backend's network: the base weights, in float32
     t_train = time.monotonic()
     budget = args.minutes * 60.0 if args.minutes else float("inf")
-    recipe, cv = args.recipe, {}
+    recipe, cv = args.recipe, dict[str, float]()
     if recipe == "auto":  # two thirds of the time to choose, the rest (and what choosing left) to train
         recipe, cv = choose_recipe(net, train_items, args, log, budget * 2 / 3)
     elif recipe not in RECIPES:
