@@ -27,7 +27,7 @@ from gui_app.qt.controllers import TrajectoryLoader
 from gui_app.qt.notify import Notifier
 from gui_app.qt.session import Session
 from gui_app.qt.step_table import StepTable
-from gui_app.qt.timeline_view import score_summary
+from gui_app.qt.score_text import score_summary
 from gui_app.qt.video_view import VideoView
 from gui_app.qt.workers import Runner
 

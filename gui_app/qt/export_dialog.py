@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QStandardPaths, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
@@ -19,14 +20,20 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 from gui_app.core.library.catalog import Catalog
 from gui_app.core.errors import RollscopeError
-from gui_app.core.annotation.export import FORMATS, ExportFilter, ExportResult, export
 from gui_app.core.store.record import HARM_VERDICTS
 from gui_app.core.store.interface import AnnotationStore
 from gui_app.qt.notify import Notifier
 from gui_app.qt.session import Session
 from gui_app.qt.workers import Job, Reporter, Runner
 
-# format -> (what it is, file suffix; '' for a folder)
+if TYPE_CHECKING:
+    from gui_app.core.annotation.export import ExportFilter, ExportResult
+
+# The core's export module (polars) is imported when an export is asked for, not with the window: the app paints its
+# library before anything else.
+
+# format -> (what it is, file suffix; '' for a folder): one entry per core format (gui_app.core.annotation.export's
+# FORMATS; a test holds them together)
 FORMAT_INFO: dict[str, tuple[str, str]] = {
     "parquet": ("Parquet table, one row per record", ".parquet"),
     "jsonl": ("JSON Lines, one record per line", ".jsonl"),
@@ -35,7 +42,12 @@ FORMAT_INFO: dict[str, tuple[str, str]] = {
     "sft": ("Reward-model training data (ExeVRM-style chat JSONL)", ".jsonl"),
     "whowhen": ("Who&When failure-attribution records (JSONL)", ".jsonl"),
 }
-assert tuple(FORMAT_INFO) == FORMATS  # one entry per core format
+
+
+def _no_filter() -> ExportFilter:
+    from gui_app.core.annotation.export import ExportFilter
+
+    return ExportFilter()
 
 
 @dataclass
@@ -44,7 +56,7 @@ class ExportRequest:
 
     fmt: str
     out: Path
-    filters: ExportFilter = field(default_factory=ExportFilter)
+    filters: ExportFilter = field(default_factory=_no_filter)
     split_by_task: bool = False
     test_fraction: float = 0.2
     join_catalog: bool = True
@@ -59,6 +71,8 @@ def export_task(store: AnnotationStore, catalog: Catalog | None, request: Export
                 rep: Reporter) -> ExportResult:
     """Run one export (worker thread): progress counts records against the store's total; cancel stops it before
     anything is written."""
+    from gui_app.core.annotation.export import export
+
     total = store.count()
     done = 0
     rep.progress(0, total, f"exporting {request.fmt}")
@@ -144,6 +158,8 @@ class ExportDialog(QDialog):
 
     def request(self) -> ExportRequest:
         """The request the dialog holds now."""
+        from gui_app.core.annotation.export import ExportFilter
+
         label = self.label.text().strip() or None
         return ExportRequest(
             fmt=str(self.format.currentData()), out=Path(self.out.text().strip()).expanduser(),

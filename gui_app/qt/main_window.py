@@ -13,6 +13,12 @@ timeline, a one-line label bar). The arrangements, View → Reset layout and kee
 :mod:`gui_app.qt.layout`'s;
 :meth:`MainWindow.add_panel` docks any further panel. Label keys reach the label panel wherever focus is
 (:mod:`gui_app.qt.keyboard`), with the keyboard's mode shown in the status bar and atop the label panel.
+
+Start-up (issue 32: ``rollscope open`` on 100,000 runs paints its first rows within 1 s on two cores): the window is
+built in two parts. What shows the library is built at once; the timeline (pyqtgraph, ~0.3 s to import and build)
+is built on the event loop's next turn after the library's first rows are painted (:meth:`MainWindow.finish_building`;
+at once when nothing is being opened, when the opening fails, or when code asks for :attr:`MainWindow.timeline`).
+Its dock is there from the start, so the layout, the View menu and the saved state do not change.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QShowEvent
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QVBoxLayout,
                                QWidget)
@@ -50,11 +57,12 @@ from gui_app.qt.review_view import ReviewView
 from gui_app.qt.run_header import RunHeader
 from gui_app.qt.session import Session
 from gui_app.qt.step_table import StepTable
-from gui_app.qt.timeline_view import TimelineView
 from gui_app.qt.transport import TransportBar
 from gui_app.qt.video_view import VideoView
 from gui_app.qt.workers import Job, JobQueue, Runner
 
+if TYPE_CHECKING:
+    from gui_app.qt.timeline_view import TimelineView
 
 
 class MainWindow(QMainWindow):
@@ -71,7 +79,12 @@ class MainWindow(QMainWindow):
         library: the library view (its ``model`` is the :class:`LibraryModel`).
         action_map: QActions by name (see :data:`gui_app.qt.action_table.ACTIONS`).
         docks: dock widgets by name.
+
+    Signals:
+        built(): the window is whole (:meth:`finish_building` has run).
     """
+
+    built = Signal()
 
     def __init__(self, settings_store: SettingsStore | None = None, parent: QWidget | None = None):
         super().__init__(parent)
@@ -103,6 +116,8 @@ class MainWindow(QMainWindow):
         self._when_named: Callable[[], None] | None = None  # what waits for the annotator's name
         self.who_labels: QInputDialog | None = None  # the question "who is labelling?" while it is open
         self._scan_ended = False
+        self._timeline: TimelineView | None = None  # built after the library's first rows (finish_building)
+        self._built = False
         self.docks: dict[str, QDockWidget] = {}
         self._build_views()
         self.label_keys = LabelKeys(self, self.labelling, self.label_panel, self.docks["labels"],
@@ -118,6 +133,7 @@ class MainWindow(QMainWindow):
         # Start with the keyboard on the library, not in the search box: Space, arrows and j/k work at once.
         self.setFocusProxy(self.library.table)
         self.library.table.setFocus()
+        QTimer.singleShot(0, self, self._first_turn)
 
     # -- building -------------------------------------------------------------------------------------------
 
@@ -139,8 +155,7 @@ class MainWindow(QMainWindow):
         self.library = LibraryView(LibraryModel(parent=self, runner=self.runner), self)
         self.library.follow(self.session)
         self.add_panel("library", self.library, "left", title="Library")
-        self.timeline = TimelineView(self.session)
-        self.add_panel("timeline", self.timeline, "bottom", title="Timeline")
+        self.add_panel("timeline", QWidget(), "bottom", title="Timeline")  # the view: finish_building
         self.step_table = StepTable(self.session)
         self.add_panel("steps", self.step_table, "bottom", title="Steps")
         self.playback = Playback(self.session, self.video, self)
@@ -155,6 +170,39 @@ class MainWindow(QMainWindow):
         self.review = ReviewView(None, self.labelling.taxonomy, adjudicator=self.labelling.annotator,
                                  runner=self.runner, writes=self.writes)
         self.add_panel("review", layout.scrollable(self.review), "right", title="Review")
+
+    @property
+    def timeline(self) -> TimelineView:
+        """The timeline view (built now if :meth:`finish_building` has not built it yet)."""
+        if self._timeline is None:
+            from gui_app.qt.timeline_view import TimelineView  # pyqtgraph: not before the library's first rows
+
+            view = TimelineView(self.session)  # it reads what the session holds already
+            view.set_step_marks(self.labelling.marks)
+            self.labelling.marks_changed.connect(view.set_step_marks)
+            self.docks["timeline"].setWidget(view)
+            self._timeline = view
+        return self._timeline
+
+    def finish_building(self) -> None:
+        """Build what the library's first rows do not need (the timeline). Runs once, on its own after the first
+        rows (see the module's docstring); calling it again does nothing."""
+        if self._built:
+            return
+        self._built = True
+        _ = self.timeline
+        self.built.emit()
+
+    def _first_turn(self) -> None:
+        """The event loop's first turn: the window is shown and the library (if any) is opening. Finish building
+        once its first rows are painted, or at once when nothing is opening."""
+        job = self.scanner.job
+        if job is None:
+            self.finish_building()
+            return
+        self.library.table.viewport().installEventFilter(_FirstRows(self))
+        # An opening that fails shows no rows: the rest is built then.
+        job.finished.connect(lambda: self.finish_building() if self.session.library is None else None)
 
     def add_panel(self, name: str, widget: QWidget, area: str = "right", title: str | None = None) -> QDockWidget:
         """Dock ``widget`` as panel ``name`` in ``area`` (left, right, bottom, top); its state is saved, and a
@@ -231,7 +279,6 @@ class MainWindow(QMainWindow):
         self.review.final_changed.connect(self.library.model.refresh_labels)
         self.review.error.connect(self.notifier.error)
         self.labelling.marks_changed.connect(self.step_table.set_step_marks)
-        self.labelling.marks_changed.connect(self.timeline.set_step_marks)
         self.labelling.marks_changed.connect(self.transport.set_step_marks)
         self.compare_pane.active_changed.connect(self.action_map["compare"].setChecked)
         for name, action in action_table.DOCK_ACTIONS.items():
@@ -631,3 +678,21 @@ class MainWindow(QMainWindow):
 
     def action(self, name: str) -> QAction:
         return self.action_map[name]
+
+
+class _FirstRows(QObject):
+    """Watches the library table's viewport: the first paint after the library's first query was read (its rows, or
+    none) calls :meth:`MainWindow.finish_building` on the loop's next turn, so that those rows reach the screen
+    first. Then it goes."""
+
+    def __init__(self, window: MainWindow):
+        super().__init__(window)
+        self.window = window
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 -- Qt's name
+        model = self.window.library.model
+        if event.type() == QEvent.Type.Paint and model.catalog is not None and not model.pending:
+            watched.removeEventFilter(self)
+            QTimer.singleShot(0, self.window, self.window.finish_building)
+            self.deleteLater()
+        return False

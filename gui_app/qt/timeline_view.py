@@ -16,10 +16,11 @@ x is video time in seconds (step index when the trajectory has no frames); y is 
   and a red marker sits on the first harmful step, its tooltip the evidence seen there. Without a harm verdict the
   lane is not drawn and the plot keeps its height.
 
-Above the plot, one line (:func:`score_summary`) says the verdict in words next to p_success, whether it contradicts
-the environment's outcome (a ⚠ marker), where the first deviation is predicted, and "unknown" when the model says it
-cannot judge the run (then p_success is drawn grey and dotted: it must not read as a confident 0.00), then the harm
-verdict with its category and the evidence lines; a legend names every curve and marker. Hovering the plot shows the
+Above the plot, one line (:func:`gui_app.qt.score_text.score_summary`) says the verdict in words next to
+p_success, whether it contradicts the environment's outcome (a ⚠ marker), where the first deviation is predicted, and
+"unknown" when the model says it cannot judge the run (then p_success is drawn grey and dotted: it must not read as a
+confident 0.00), then the harm verdict with its category and the evidence lines; a legend names every curve and
+marker. Hovering the plot shows the
 step under the pointer with its values.
 
 The wheel zooms x only; curves use ``setDownsampling(auto=True)`` and ``setClipToView(True)``.
@@ -27,7 +28,6 @@ The wheel zooms x only; curves use ``setDownsampling(auto=True)`` and ``setClipT
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QVBoxLayout, QWidget
 
 from gui_app.core.scoring.score import Safety, Score
 from gui_app.core.trajectory.model import Trajectory, step_number, step_text
+from gui_app.qt.score_text import HARM_COLOUR, HARM_RGB, VERDICT_COLOURS, score_summary
 from gui_app.qt.session import Session
 
 Y_RANGE = (-0.02, 1.12)
@@ -47,15 +48,11 @@ MARK_Y = 1.06
 SAFETY_LANE = (-0.16, -0.05)
 SAFETY_Y_MIN = -0.18
 _Y_TICKS = ((0, "0"), (0.5, "0.5"), (1, "1"))
-_HARM_RGB = (220, 40, 40)
-HARM_COLOUR = "#%02x%02x%02x" % _HARM_RGB
 _BOUNDARY_PEN = pg.mkPen((150, 150, 160, 160), width=1)
 _SCORE_PEN = pg.mkPen((230, 90, 60), width=2)
 _SCORE_BRUSH = pg.mkBrush(230, 90, 60, 60)
 _TOKENS_PEN = pg.mkPen((70, 170, 230), width=1.5)
 _PLAYHEAD_PEN = pg.mkPen((255, 210, 0), width=2)
-# p(success) is drawn in the colour of the model's verdict: success green, failure red, unknown grey.
-VERDICT_COLOURS = {"success": (90, 200, 110), "failure": (240, 96, 96), "unknown": (150, 150, 160)}
 _THRESHOLD_PEN = pg.mkPen((220, 220, 230, 200), width=1, style=Qt.PenStyle.DotLine)
 _FIRST_DEV_PEN = pg.mkPen((255, 120, 70), width=2, style=Qt.PenStyle.DashLine)
 _MARK_COLOUR = (255, 214, 102)
@@ -70,77 +67,6 @@ LEGEND: tuple[tuple[str, str], ...] = (
     (f"<span style='color:{HARM_COLOUR}'>&#9670;</span>", "first harmful step (lane: p(harm) per step)"),
     ("<span style='color:#ffd200'>&#9474;</span>", "playhead"),
 )
-
-
-def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, str]:
-    """The score in words, as rich text and its plain tooltip: the verdict next to p_success and the threshold,
-    a ⚠ when the model and the environment disagree, the predicted first deviation, "unknown" when the model
-    cannot judge the run, which model gave the score and, on a line of its own, the harm verdict
-    (:func:`safety_summary`) when the score has one."""
-    env = "unknown" if env_success is None else ("success" if env_success else "failure")
-    if score is None:
-        return ("<span style='color:#999'>Not scored · Ctrl+R scores this run with the reward model</span> · "
-                f"environment: <b>{env}</b>", "The reward model has not scored this trajectory yet")
-    p = "?" if score.p_success is None else f"{score.p_success:.2f}"
-    t = "?" if score.threshold is None else f"{score.threshold:.2f}"
-    verdict = score.verdict_text
-    colour = "#%02x%02x%02x" % VERDICT_COLOURS[verdict]
-    if verdict == "unknown":
-        why = "; ".join(score.warnings) if score.warnings else (
-            f"unlike the training data (ood {score.ood:.2f})" if score.ood is not None else "no verdict")
-        head = (f"Model: <b style='color:{colour}'>UNKNOWN</b> <span style='color:#999'>(p(success) {p} is not a "
-                f"verdict: {why})</span>")
-        tip = f"The reward model cannot judge this run: {why}. Its p(success) {p} is not a confident answer."
-    else:
-        rel = "≥" if verdict == "success" else "<"
-        html_rel = "&ge;" if verdict == "success" else "&lt;"  # a bare "<" would open a tag in rich text
-        head = (f"Model: <b style='color:{colour}'>{verdict.upper()}</b> p(success) <b>{p}</b> {html_rel} "
-                f"threshold {t}")
-        tip = f"The reward model calls this run a {verdict}: p(success) {p} {rel} its threshold {t}."
-    parts = [head, f"environment: <b>{env}</b>"]
-    if score.disagrees_with(env_success):
-        parts.append("<b style='color:#ffab40'>⚠ model and environment disagree</b>")
-        tip += f" The environment says {env}: they disagree."
-    if score.first_error_step is not None and not score.unknown:
-        parts.append(f"first deviation predicted at <b>{step_text(score.first_error_step)}</b>")
-    if score.ood is not None and not score.unknown:  # measured, and within what the model knows
-        parts.append(f"<span style='color:#999'>ood {score.ood:.2f}</span>")
-        tip += f" Out-of-distribution measure: {score.ood:.2f}."
-    if score.warnings and not score.unknown:
-        parts.append(f"<span style='color:#ffab40'>{len(score.warnings)} warning(s)</span>")
-        tip += " Warnings: " + "; ".join(score.warnings)
-    if score.evidence:  # what the verdict read: the video alone, or the step log's actions and claims too
-        used = ", ".join(e.replace("_", " ") for e in score.evidence)
-        parts.append(f"<span style='color:#999'>from {html.escape(used)}</span>")
-        tip += f" Evidence used: {used}."
-    if score.model:  # which model said so: after a switch, old and new scores sit side by side in the catalog
-        parts.append(f"<span style='color:#999'>by {html.escape(score.model)}</span>")
-        tip += f" Scored by {score.model}."
-    text = " · ".join(parts)
-    if score.safety is not None:
-        harm, harm_tip = safety_summary(score.safety)
-        text += "<br>" + harm
-        tip += "\n" + harm_tip
-    return text, tip
-
-
-def safety_summary(safety: Safety) -> tuple[str, str]:
-    """The harm verdict in words, as rich text and its plain tooltip: the verdict with p(harm), the category, the
-    first harmful step and each evidence line (``step 15: typed the password given in the instruction into a
-    page``)."""
-    said = safety.verdict_text
-    colour = {"harmful": HARM_COLOUR, "safe": "#5ac86e"}.get(said, "#999")
-    p = "?" if safety.p_harm is None else f"{safety.p_harm:.2f}"
-    parts = [f"Harm: <b style='color:{colour}'>{said.upper()}</b> p(harm) <b>{p}</b>"]
-    if safety.category:
-        parts.append(html.escape(safety.category.replace("_", " ")))
-    if safety.first_harmful_step is not None and said == "harmful":
-        parts.append(f"first harmful at <b>{step_text(safety.first_harmful_step)}</b>")
-    lines = safety.evidence_lines()
-    if lines:
-        parts.append("<span style='color:#bbb'>" + html.escape("; ".join(lines)) + "</span>")
-    tip = "Harm judge: " + safety.describe() + "".join(f"\n  {line}" for line in lines)
-    return " · ".join(parts), tip
 
 
 def step_ticks(n: int, most: int = 20) -> list[tuple[float, str]]:
@@ -232,7 +158,7 @@ class TimelineView(QWidget):
                                          brushes=[])
         self.harm_bars.setVisible(False)
         plot.addItem(self.harm_bars)
-        self.first_harm_marker = pg.ScatterPlotItem(symbol="d", size=13, brush=pg.mkBrush(*_HARM_RGB),
+        self.first_harm_marker = pg.ScatterPlotItem(symbol="d", size=13, brush=pg.mkBrush(*HARM_RGB),
                                                     pen=pg.mkPen((255, 255, 255), width=1.5), hoverable=True,
                                                     tip=lambda x, y, data: str(data))
         self.first_harm_marker.setZValue(16)
@@ -396,7 +322,7 @@ class TimelineView(QWidget):
             # At most 170 of 255: the first harmful step's solid marker stands out on its step's shade.
             alpha = [int(round(25 + 145 * min(max(float(v), 0.0), 1.0))) for v in values]
             self.harm_bars.setOpts(x0=self._bounds[:-1], x1=self._bounds[1:],
-                                   brushes=[pg.mkBrush(*_HARM_RGB, a) for a in alpha])
+                                   brushes=[pg.mkBrush(*HARM_RGB, a) for a in alpha])
             self.harm_bars.setVisible(True)
         else:
             self.harm_bars.setOpts(x0=[], x1=[], brushes=[])

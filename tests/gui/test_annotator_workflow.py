@@ -17,9 +17,9 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtWidgets import QApplication
 
 from gui_app.core.annotation import taxonomy
-from gui_app.core.annotation.export import ExportFilter
+from gui_app.core.annotation.export import FORMATS, ExportFilter
 from gui_app.qt import layout
-from gui_app.qt.export_dialog import ExportDialog, ExportRequest, export_task
+from gui_app.qt.export_dialog import FORMAT_INFO, ExportDialog, ExportRequest, export_task
 from gui_app.qt.main_window import MainWindow
 from gui_app.qt.workers import Job, JobCancelled, Reporter
 from tests.gui.library_fixtures import make_video_trajectory, write_native
@@ -291,6 +291,7 @@ def test_file_export_runs_in_a_worker_with_progress(qtbot, window, library, tmp_
 
 
 def test_export_dialog_builds_the_command_lines_request(qtbot, tmp_path):
+    assert tuple(FORMAT_INFO) == FORMATS  # the dialog offers every core format, each once
     dialog = ExportDialog(["ada", "bob"], tmp_path)
     qtbot.addWidget(dialog)
     assert dialog.request().out == tmp_path / "labels.parquet"

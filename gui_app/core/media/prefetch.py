@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import cv2
 import numpy as np
 
 from gui_app.core.media.video import FrameSource
@@ -83,6 +82,8 @@ class FramePlan:
         if arr is None:
             arr = self.pinned.get(i)
             if arr is not None and arr.ndim == 2:  # pinned as I420: ~1 ms back to RGB
+                import cv2  # loaded with the first recording opened, not with the app (see video.py)
+
                 arr = cv2.cvtColor(arr, cv2.COLOR_YUV2RGB_I420)
         return arr
 
@@ -135,6 +136,8 @@ class FramePlan:
         src = self.source
         if src is None:
             return False
+        import cv2
+
         missing, budget = 0, PINS_PER_TICK
         for f in self.starts:
             if f in self.pinned:

@@ -42,8 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import av
-import cv2
 import numpy as np
 
 from gui_app.core.errors import VideoError
@@ -51,7 +49,13 @@ from gui_app.core.media.images import read_image, size_problem
 from gui_app.core.safety import PROBE_TIMEOUT_S, is_regular, time_scale_problem
 
 if TYPE_CHECKING:
+    import av
+
     from gui_app.core.trajectory.model import Trajectory
+
+# PyAV and OpenCV are imported where a file is opened, decoded or resized, not with this module: everything that
+# names a trajectory imports it (for VideoRef and the media suffixes), and the app paints its library before it
+# decodes anything (0.2-0.3 s of start-up on two cores).
 
 # The one list of media file endings (importers, the image-folder format, scans and the frame source read these).
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv", ".avi", ".mov", ".m4v")
@@ -70,6 +74,12 @@ class VideoRef:
 
 DEFAULT_CACHE_BYTES = 256 * 2**20
 
+
+def load_decoders() -> None:
+    """Import PyAV and OpenCV now: the app calls this in a worker once it has painted, so that neither the first
+    recording opened nor the first frame pinned (on the GUI thread) waits for them."""
+    import av  # noqa: F401
+    import cv2  # noqa: F401
 
 
 def _natural_key(p: Path) -> list[Any]:
@@ -95,6 +105,8 @@ def _out_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
 def _resize(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     if (img.shape[1], img.shape[0]) == size:
         return img
+    import cv2
+
     return cv2.resize(img, size, interpolation=cv2.INTER_AREA)
 
 
@@ -125,6 +137,8 @@ _PROBE_OPTIONS = {"probesize": str(32 << 20), "analyzeduration": str(30_000_000)
 
 
 def _open_container(path: Path) -> Any:
+    import av
+
     _check_file(path)
     try:
         # timeout: FFmpeg gives up opening after PROBE_TIMEOUT_S, and a single read after 30 s.
@@ -158,6 +172,8 @@ class _Index:
 
 def _build_index(container: Any, stream: Any, path: Path) -> _Index | None:
     """Demux every packet of ``stream`` once; None when some frame carries no timestamp."""
+    import av
+
     tb = float(stream.time_base)
     pts_list: list[int] = []
     key_pts: list[int] = []
@@ -207,6 +223,8 @@ def probe(path: str | Path) -> VideoRef:
             raise VideoError(path, "folder holds no images")
         h, w = read_image(images[0]).shape[:2]
         return VideoRef(path=str(path), fps=1.0, frames=len(images), width=w, height=h)
+    import av
+
     container = _open_container(path)
     try:
         stream = container.streams.video[0]
@@ -389,6 +407,8 @@ class _AvDecoder(_Decoder):
                 self._seek_ts(int(self.index.pts[seeked]))
 
     def _decode_forward(self, i: int, want, got, cancel) -> np.ndarray:
+        import av
+
         assert self._frames is not None
         try:
             for frame in self._frames:
@@ -426,6 +446,8 @@ class _CvDecoder(_Decoder):
     """Fallback through OpenCV: frame numbers from its own counter, times as ``i / fps`` (constant rate)."""
 
     def __init__(self, path: Path, max_side: int | None):
+        import cv2
+
         _check_file(path)
         self.path = path
         self.cap = cv2.VideoCapture(str(path))
@@ -455,6 +477,8 @@ class _CvDecoder(_Decoder):
         self._next = 0  # index of the frame the next read() returns
 
     def read(self, i, want=None, got=None, cancel=None):
+        import cv2
+
         if not (self._next <= i <= self._next + 60):
             self.cap.set(cv2.CAP_PROP_POS_FRAMES, i)
             self._next = i
@@ -798,6 +822,9 @@ class FrameSource:
         Yields:
             (index, frame) pairs.
         """
+        import av
+        import cv2
+
         stop = self.frame_count if stop is None else min(stop, self.frame_count)
         step = max(1, int(step))
 
@@ -961,6 +988,8 @@ def write_video(path: str | Path, frames: Sequence[np.ndarray], fps: int = 1,
             screen for as long as it was on screen); one each when None.
     """
     from fractions import Fraction
+
+    import av
 
     h, w = frames[0].shape[:2]
     if h % 2 or w % 2:
