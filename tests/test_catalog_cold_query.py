@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from gui_app.core import db
@@ -217,3 +218,66 @@ def test_a_version_15_catalog_is_upgraded_with_its_rows(library, tmp_path):
     assert indexed.fetchone()[0] == conn.execute(
         "SELECT COUNT(*) FROM trajectories WHERE instr(search, 'click') > 0").fetchone()[0] > 0
     conn.close()
+
+
+def _random_words(rng: random.Random, texts: list[str], n: int) -> list[str]:
+    """Search words: pieces of the rows' texts (rare ones, as a run id, and common ones), of 1 to 12 characters,
+    and made-up ones of characters beyond ASCII, of FTS5's syntax and of LIKE's."""
+    odd = "\"'*^():-+.,;/\\%_ÀéßΣ日本\x00\x7f{}[]|NEARORAND"
+    words: list[str] = list(_WORDS)
+    while len(words) < n:
+        kind = rng.random()
+        if kind < 0.6:
+            text = rng.choice(texts)
+            at = rng.randrange(max(1, len(text)))
+            word = text[at:at + rng.randint(1, 12)]
+        elif kind < 0.8:
+            word = "".join(rng.choice(odd) for _ in range(rng.randint(1, 6)))
+        else:
+            word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(rng.randint(2, 5)))
+        words += word.lower().split()
+    return words
+
+
+def test_a_new_word_found_through_the_text_index_keeps_the_rows_every_rows_text_keeps(library, monkeypatch):
+    """With the rows cached, a new word of three characters or more is looked for in the rows the text index names
+    (few enough); the rows it keeps are exactly those a search of every row's text keeps."""
+    from gui_app.core.library import rows as rows_module
+
+    rng = random.Random(11)
+    with Catalog(library, background=False) as cat:
+        cat.warm()
+        assert cat._cache is not None
+        rowset = cat._cache[1]
+        words = _random_words(rng, rowset._texts()[0].decode().split("\n"), 1_500)
+        conn = cat._conn()
+        conn.execute("BEGIN")
+        try:
+            indexed = 0
+            for word in words:
+                got = rowset._matches(word, None)
+                indexed += rowset._indexed(word) is not None
+                with monkeypatch.context() as m:
+                    m.setattr(rowset, "_candidates", None)
+                    want = rowset._matches(word, None)
+                assert np.array_equal(got, want), word
+            assert indexed > 300
+            # A word of more rows than are worth searching one by one, a short one, one beyond ASCII: every row's.
+            assert rowset._indexed("click") is not None and rowset._indexed("ta") is None
+            assert rowset._indexed("éclair") is None
+            with monkeypatch.context() as m:
+                m.setattr(rows_module, "_INDEX_ROWS", 50)
+                assert rowset._indexed("click") is None and rowset._indexed("t0012") is not None
+        finally:
+            conn.execute("COMMIT")
+        # Through the catalog, searches of several words, any case, with filters, as the library asks.
+        for _ in range(150):
+            text = " ".join(rng.sample(words, rng.choice((1, 2, 3))))
+            text = text.upper() if rng.random() < 0.3 else text
+            filters = {"success": True} if rng.random() < 0.2 else None
+            with Catalog(library, background=False) as plain:
+                plain.warm()
+                assert plain._cache is not None
+                plain._cache[1]._candidates = None
+                assert cat.query(text, filters) == plain.query(text, filters), text
+                assert cat.count(text, filters) == plain.count(text, filters), text

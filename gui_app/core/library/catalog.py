@@ -951,7 +951,22 @@ class Catalog:
             # the rows' (SQLite's BINARY order of UTF-8 text is Python's order of code points).
             return [t for (t,) in self._conn().execute("SELECT search FROM trajectories ORDER BY key")]
 
-        return RowSet(rows, CatalogRow._fields, _TEXT_FIELDS, search_texts, _facts, same_rows)
+        def rowids() -> list[int]:  # as search_texts: in a transaction that sees these rows, in key order
+            return [r for (r,) in self._conn().execute("SELECT rowid FROM trajectories ORDER BY key")]
+
+        def candidates(word: str, limit: int) -> list[int] | None:
+            # Asked by RowSet.select, in the read transaction of the query (or count) whose snapshot these rows are:
+            # the same rows_version, so the same rows and the same row ids. Only narrows: the rows decide.
+            conn = self._conn()
+            if not self._text_index(conn):
+                return None
+            try:
+                return [r for (r,) in conn.execute(
+                    f"SELECT rowid FROM {_TEXT_INDEX} WHERE {_TEXT_INDEX} MATCH ? LIMIT ?", (_phrase(word), limit + 1))]
+            except sqlite3.OperationalError:  # the index cannot answer: every row's text is searched instead
+                return None
+
+        return RowSet(rows, CatalogRow._fields, _TEXT_FIELDS, search_texts, _facts, same_rows, rowids, candidates)
 
     def query(self, text: str = "", filters: dict[str, Any] | None = None, order_by: str = "instruction",
               descending: bool = False, limit: int | None = None, offset: int = 0) -> list[CatalogRow]:
@@ -1072,7 +1087,7 @@ class Catalog:
             if label_refs.get(word) or any(word in fact for fact in FACT_WORDS):
                 return None
             if len(word) >= _TRIGRAM and self._text_index(conn):
-                indexed.append('"' + word.replace('"', '""') + '"')
+                indexed.append(_phrase(word))
             conds.append("instr(t.search, ?) > 0")
             args.append(word)
         if indexed:  # phrases side by side: every one must occur
@@ -1660,6 +1675,12 @@ def _paced(cursor: sqlite3.Cursor, pause: Callable[[], None]) -> Iterator[tuple[
             return
         yield from chunk
         pause()
+
+
+def _phrase(word: str) -> str:
+    """``word`` as an FTS5 phrase of the text index (quoted: its quotes doubled, nothing in it an operator): with the
+    trigram tokenizer, the rows that may hold it as a substring."""
+    return '"' + word.replace('"', '""') + '"'
 
 
 def _nocase_exact(value: Any) -> int:

@@ -5,7 +5,9 @@ rows a search and filters keep) and :meth:`RowSet.order` (a column's order). Wha
 next one: each column's order in each direction, each filter column as an array, each searched word's matches. The
 library asks again on every keystroke, header click and page; at 100,000 rows a new search, filter or a column sorted
 before costs milliseconds, where asking SQLite (a scan of every row) and sorting 100,000 Python rows cost 100 to
-500 ms. The catalog makes a new set whenever its rows change (:meth:`gui_app.core.library.catalog.Catalog.query`).
+500 ms. A new word of three characters or more is looked for only in the rows the catalog's text index names for it,
+when they are few (a millisecond where a pass over every row's text costs ten). The catalog makes a new set whenever
+its rows change (:meth:`gui_app.core.library.catalog.Catalog.query`).
 
 The semantics are the catalog's: every word of the search must occur (case-insensitively, as a substring) in the
 row's search text (id, instruction, task, library key, run folder, domain, agent), in its outcome or the model's
@@ -38,6 +40,12 @@ HARM_CODES = {True: 1, False: 0, "unknown": -1, "none": -2}
 # once with numpy (a comparison of every byte, then a step per candidate position, in C): a word in few rows costs one
 # pass of ``bytes.find``; one in most rows ("click", "ta") costs no more than a few passes of numpy.
 _FIND_ROWS = 1_000
+# Rows the text index may name for a new word (see RowSet._indexed) before it is looked for in every row's text
+# instead: each candidate's text is searched from Python (a microsecond or so), where a pass over every row's text
+# costs some ten milliseconds at 100,000 rows.
+_INDEX_ROWS = 2_000
+# The shortest word the text index finds (a trigram).
+_TRIGRAM = 3
 _WORDS_KEPT = 64  # searched words whose matches are kept (a user typing and deleting comes back to them)
 _SELECTIONS_KEPT = 8  # (search, filters) whose rows are kept: the library's count, then its pages, ask the same
 
@@ -71,11 +79,17 @@ class RowSet:
             match them.
         same_rows: a set of the same rows in the same order whose scores alone differ: its search texts and
             positions still hold and are taken over.
+        rowids: reads each row's id in the text index (called once, when a word is first looked up in it).
+        candidates: the text index: ``candidates(word, limit)`` gives the ids of rows whose search text may hold
+            ``word`` (a printable ASCII word of three characters or more), at most ``limit + 1`` of them, or None
+            when there is no index. It only narrows: each row it names is searched as every row otherwise is. Asked
+            in the caller's read transaction, which sees the same rows as these.
     """
 
     def __init__(self, rows: list[Any], fields: Sequence[str], text_fields: frozenset[str],
                  search: Callable[[], list[str]], facts: Callable[[Any], str],
-                 same_rows: RowSet | None = None):
+                 same_rows: RowSet | None = None, rowids: Callable[[], list[int]] | None = None,
+                 candidates: Callable[[str, int], list[int] | None] | None = None):
         self.rows = rows
         self._index = {name: i for i, name in enumerate(fields)}
         self._text_fields = text_fields
@@ -94,15 +108,20 @@ class RowSet:
         self._words: dict[str, np.ndarray] = {}
         self._selections: dict[str, np.ndarray | None] = {}
         self._positions: dict[str, int] | None = None if same_rows is None else same_rows._positions
+        # The rows' ids in the text index, read on first use: (the ids sorted, the row of each), to map the rows the
+        # index names to positions here with one binary search each.
+        self._rowids: tuple[np.ndarray, np.ndarray] | Callable[[], list[int]] | None = \
+            rowids if same_rows is None else same_rows._rowids
+        self._candidates = candidates
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def prepare(self, pause: Callable[[], None] | None = None) -> None:
-        """Derive now what the first search would (the search texts, the facts of every row), so it does not wait
-        for them; ``pause`` is called between the steps (see :meth:`Catalog.warm
+        """Derive now what the first search would (the search texts, the facts of every row, the rows' ids in the text
+        index), so it does not wait for them; ``pause`` is called between the steps (see :meth:`Catalog.warm
         <gui_app.core.library.catalog.Catalog.warm>`)."""
-        for step in (self._texts, self._counts, self._all_facts):
+        for step in (self._texts, self._counts, self._all_facts, self._ids):
             step()
             if pause is not None:
                 pause()
@@ -121,6 +140,16 @@ class RowSet:
                 starts.append(starts[-1] + len(t) + 1)
             self._search = (b"\n".join(texts), starts)
         return self._search
+
+    def _ids(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The rows' ids in the text index, sorted, and the row of each (None without the index)."""
+        if callable(self._rowids):
+            ids = np.array(self._rowids(), dtype=np.int64)
+            if len(ids) != len(self.rows):
+                raise CatalogError(f"{len(ids)} row ids for {len(self.rows)} rows")
+            order = np.argsort(ids, kind="stable")
+            self._rowids = (ids[order], order)
+        return self._rowids
 
     # -- ordering ----------------------------------------------------------------------------------------------
 
@@ -239,7 +268,10 @@ class RowSet:
         blob, starts = self._texts()
         w = word.encode()
         out = np.zeros(len(self.rows), dtype=bool)
-        if within is None:
+        indexed = self._indexed(word) if within is None else None
+        if indexed is not None:
+            out[[i for i in indexed.tolist() if w in blob[starts[i]:starts[i + 1]]]] = True
+        elif within is None:
             hit: list[int] = []
             at = blob.find(w)
             while at != -1 and len(hit) < _FIND_ROWS:
@@ -259,6 +291,28 @@ class RowSet:
                 found = np.isin(codes, said)
                 out |= found if within is None else found & _mask(within, len(out))
         return out
+
+    def _indexed(self, word: str) -> np.ndarray | None:
+        """The rows whose search text may hold ``word``, as the text index names them: a superset of those that do
+        (the caller searches each). None where it cannot say, or names too many to be worth searching one by one
+        (then every row's text is searched): no index, a word shorter than a trigram, or beyond printable ASCII
+        (the index and the byte search would agree there too; the scan is kept where that is not plain to see),
+        or more than :data:`_INDEX_ROWS` rows."""
+        if (self._candidates is None or self._rowids is None or len(word) < _TRIGRAM or not word.isascii()
+                or not word.isprintable()):
+            return None
+        named = self._candidates(word, _INDEX_ROWS)
+        if named is None or len(named) > _INDEX_ROWS:
+            return None
+        ids = self._ids()
+        if ids is None:
+            return None
+        sorted_ids, row_of = ids
+        named_ids = np.array(named, dtype=np.int64)
+        at = np.searchsorted(sorted_ids, named_ids)
+        if len(at) and (at.max() >= len(sorted_ids) or (sorted_ids[at] != named_ids).any()):
+            return None  # an id these rows do not have: not the same rows after all, search them all
+        return row_of[at]
 
     def _rows_holding(self, w: bytes, start: int) -> np.ndarray:
         """The rows whose search text holds ``w`` at or after byte ``start`` of the texts (with repeats): every
