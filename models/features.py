@@ -418,7 +418,7 @@ def _ending(lines: list, m: list, terms: list, actions: list | None) -> np.ndarr
 
 
 _SAVE_ASKED = re.compile(r"\bsave(d)?\b", re.I)
-_SAVE_KEYS = re.compile(r"\bctrl\+(shift\+)?s\b", re.I)
+_SAVE_KEYS = re.compile(r"ctrl\+(shift\+)?s", re.I)  # one press, whole
 _SAVE_CLICKED = re.compile(r"^\s*(save|keep current format|use .*format)\b", re.I)
 # keys that move, confirm or cancel rather than change what the document holds
 _NAV_KEY = re.compile(r"^(enter|return|tab|shift\+tab|esc|escape|up|down|left|right|home|end|pageup|pagedown|"
@@ -452,10 +452,10 @@ def _acts(instruction: str, lines: list, actions: list | None) -> np.ndarray:
     last_edit, last_save = -1, -1
     clicked_save = {k for k, ln in lines if ln.by == "log" and _SAVE_CLICKED.search(ln.text or "")}
     for k, a in enumerate(actions):
-        presses = a.keys.split()
-        if any(_SAVE_KEYS.fullmatch(p) for p in presses) or k in clicked_save:
+        saves = [bool(_SAVE_KEYS.fullmatch(p)) for p in a.keys.split()]
+        if any(saves) or k in clicked_save:
             last_save = k
-        if a.typed or any(not _SAVE_KEYS.fullmatch(p) and not _NAV_KEY.match(p) for p in presses):
+        if a.typed or any(not s and not _NAV_KEY.match(p) for p, s in zip(a.keys.split(), saves)):
             last_edit = k
     if last_save >= 0:
         f[1] = 1.0 if last_save >= last_edit else 0.5

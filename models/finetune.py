@@ -369,12 +369,12 @@ def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Call
     return history
 
 
-def _fit_output(net: RewardNet, items: list[Perceived]) -> tuple[float, float, float]:
-    """Platt calibration (a, b) and threshold of ``net`` fitted on ``items``."""
-    logits, _, _ = predict(net, [it.record for it in items])
-    y = np.array([it.record.success for it in items], dtype=float)
+def _fit_output(logits: np.ndarray, y: np.ndarray) -> tuple[float, float, float, np.ndarray]:
+    """Platt calibration (a, b), threshold and calibrated probabilities fitted on the network's ``logits`` for
+    labels ``y`` (1.0 success)."""
     a, b = fit_platt(logits, _platt_targets(y))
-    return a, b, choose_threshold(expit(a * logits + b), y.astype(bool))
+    p = expit(a * logits + b)
+    return a, b, choose_threshold(p, y.astype(bool)), p
 
 
 def choose_recipe(base_net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Callable[[str], None],
@@ -405,7 +405,8 @@ def choose_recipe(base_net: RewardNet, items: list[Perceived], args: FinetuneArg
                 break
             net = copy.deepcopy(base_net)
             _train(net, train, args, lambda _m: None, None, recipe, budget=left / (args.folds - f))
-            a, b, thr = _fit_output(net, train)
+            train_logits, _, _ = predict(net, [it.record for it in train])
+            a, b, thr, _ = _fit_output(train_logits, np.array([it.record.success for it in train], dtype=float))
             logits, _, _ = predict(net, [it.record for it in test])
             pred = expit(a * logits + b) >= thr
             right += int((pred == np.array([bool(it.record.success) for it in test])).sum())
@@ -450,6 +451,8 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     Raises:
         FinetuneError: fewer than two usable labels of either verdict, or the base model does not load.
     """
+    if args.recipe != "auto" and args.recipe not in RECIPES:  # before any run is perceived
+        raise FinetuneError(f"unknown fine-tune recipe {args.recipe!r}; choose auto or one of {', '.join(RECIPES)}")
     t_start = time.monotonic()
     seed_everything(args.seed)
     torch.set_num_threads(args.threads)
@@ -480,8 +483,6 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     recipe, cv = args.recipe, dict[str, float]()
     if recipe == "auto":  # two thirds of the time to choose, the rest (and what choosing left) to train
         recipe, cv = choose_recipe(net, train_items, args, log, budget * 2 / 3)
-    elif recipe not in RECIPES:
-        raise FinetuneError(f"unknown fine-tune recipe {recipe!r}; choose auto or one of {', '.join(RECIPES)}")
     log(f"fine-tuning with the {recipe} recipe")
     history = _train(net, train_items, args, log, progress, recipe,
                      budget=max(1.0, budget - (time.monotonic() - t_train)))
@@ -490,9 +491,7 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     recs = [it.record for it in train_items]
     logits, _, embs = predict(net, recs)
     y = np.array([r.success for r in recs], dtype=float)
-    a, b = fit_platt(logits, _platt_targets(y))
-    p_train = expit(a * logits + b)
-    thr = choose_threshold(p_train, y.astype(bool))
+    a, b, thr, p_train = _fit_output(logits, y)
     ood = _ood_reference(ood_vectors(embs, recs), seed=args.seed)
     out.mkdir(parents=True, exist_ok=True)
     info = {"base": str(base_path), "base_name": base_scoring.name, "seed": args.seed, "n_train": len(train_items),
