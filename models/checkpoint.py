@@ -4,7 +4,8 @@ A :class:`Checkpoint` holds the network's config (:class:`models.config.ModelCon
 network), the perception settings, the versions of everything that defines the network's input
 (:func:`models.versions.versions`, the pointer sprite's included), the calibration of p_success, the decision
 threshold, the out-of-distribution reference with the ranges of screen size, screen shape and run length seen in
-training, the pointer detector and, when loaded from a torch file, the network's state.
+training, the pointer detector, the run trees beside the network and a fine-tune's agent trees
+(:mod:`models.trees`, where it has them) and, when loaded from a torch file, the network's state.
 
 Two files hold one, read by :meth:`Checkpoint.load` and written by :meth:`Checkpoint.save`:
 
@@ -13,8 +14,9 @@ Two files hold one, read by :meth:`Checkpoint.load` and written by :meth:`Checkp
 * ``model.json`` (a weights folder): the fields only, read without torch (scoring with onnxruntime never imports
   it).
 
-The pointer detector is stored by a path relative to the checkpoint's folder, and :meth:`Checkpoint.save` copies
-the detector beside the file when it lies elsewhere, so a run or weights folder can be moved or handed on whole.
+The pointer detector and the trees are stored by paths relative to the checkpoint's folder, and
+:meth:`Checkpoint.save` copies each beside the file when it lies elsewhere, so a run or weights folder can be moved
+or handed on whole.
 
 Formats (``format`` in the file):
 
@@ -45,6 +47,8 @@ RUN_FILE = "checkpoint.pt"
 WEIGHTS_FILE = "model.json"
 TORCH_FILE = "model.pt"
 POINTER_FILE = "pointer.onnx"
+TREES_FILE = "trees.onnx"
+AGENT_TREES_FILE = "agent_trees.onnx"
 #: The pointer sprite's version in every checkpoint written before it was stored (format 1): the sprite has been
 #: version 1 since Rollscope's recorders first drew it (``git log -S POINTER_VERSION``).
 LEGACY_SPRITE_VERSION = 1
@@ -152,6 +156,11 @@ class Checkpoint:
         name: the run's name.
         finetune: how a fine-tune made it (base, seed, sizes, options); None for a training run.
         onnx_max_abs_diff: the exported graph's largest difference from torch; None before export.
+        trees: the run trees (ONNX) averaged with the network's p_success (:mod:`models.trees`); in memory an
+            absolute path, in the file relative to its folder; None in weights without them (the network alone).
+        trees_calibration: Platt scaling of the mean of the network's and the trees' probabilities (with trees).
+        agent_trees: the agent trees a fine-tune fitted on a team's labels (:mod:`models.trees`), stored as
+            ``trees`` is; None otherwise.
         state_dict: the network's weights (torch tensors); None when loaded from ``model.json`` without state.
         format: of the file it was read from (1: a raw dict written before this class).
     """
@@ -166,6 +175,9 @@ class Checkpoint:
     name: str = ""
     finetune: dict[str, Any] | None = None
     onnx_max_abs_diff: float | None = None
+    trees: Path | None = None
+    trees_calibration: Calibration = field(default_factory=Calibration)
+    agent_trees: Path | None = None
     state_dict: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     format: int = field(default=FORMAT, compare=False)
 
@@ -179,14 +191,16 @@ class Checkpoint:
             d["finetune"] = self.finetune
         if self.onnx_max_abs_diff is not None:
             d["onnx_max_abs_diff"] = self.onnx_max_abs_diff
+        if self.trees is not None:
+            d["trees"] = _relative(self.trees, folder, TREES_FILE).as_posix()
+            d["trees_calibration"] = asdict(self.trees_calibration)
+        if self.agent_trees is not None:
+            d["agent_trees"] = _relative(self.agent_trees, folder, AGENT_TREES_FILE).as_posix()
         return d
 
     def pointer_in(self, folder: Path) -> Path:
         """The pointer detector's path relative to ``folder`` once :meth:`save` has put it there."""
-        try:
-            return self.pointer.resolve().relative_to(folder.resolve())
-        except ValueError:  # elsewhere: save copies it beside the checkpoint
-            return Path(POINTER_FILE)
+        return _relative(self.pointer, folder, POINTER_FILE)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], folder: Path, state_dict: dict[str, Any] | None = None) -> Checkpoint:
@@ -204,11 +218,16 @@ class Checkpoint:
             pointer = folder / pointer
         elif not pointer.is_file() and (folder / pointer.name).is_file():  # format 1: a run folder moved since
             pointer = folder / pointer.name
+        trees, agent = (_stored(d.get(k), folder) for k in ("trees", "agent_trees"))
+        tcal = d.get("trees_calibration") or {}
         return cls(net=ModelConfig.from_dict(d["net"]), perception=perception_from_dict(d["perception"]),
                    calibration=Calibration(float(d["calibration"]["a"]), float(d["calibration"]["b"])),
                    threshold=float(d["threshold"]), ood=OODReference.from_dict(d["ood"]), pointer=pointer,
                    versions=vers, name=str(d.get("name") or ""), finetune=d.get("finetune"),
-                   onnx_max_abs_diff=d.get("onnx_max_abs_diff"), state_dict=state_dict, format=fmt)
+                   onnx_max_abs_diff=d.get("onnx_max_abs_diff"),
+                   trees=trees, trees_calibration=Calibration(float(tcal.get("a", 1.0)), float(tcal.get("b", 0.0))),
+                   agent_trees=agent,
+                   state_dict=state_dict, format=fmt)
 
     @classmethod
     def load(cls, path: str | Path, state: bool = False) -> Checkpoint:
@@ -251,7 +270,8 @@ class Checkpoint:
 
     def save(self, path: str | Path) -> None:
         """Write the checkpoint whole to ``path``: a ``.json`` file (the fields) or a ``.pt`` file (the fields and
-        the state, with torch). The pointer detector is copied beside it unless it lies in its folder already.
+        the state, with torch). The pointer detector and the trees are copied beside it unless they lie in its
+        folder already.
 
         Raises:
             ValueError: a ``.pt`` file without a state to write, or another suffix.
@@ -264,9 +284,11 @@ class Checkpoint:
             raise ValueError(f"{file}: no network state to save")
         folder = file.parent
         folder.mkdir(parents=True, exist_ok=True)
-        rel = self.pointer_in(folder)
-        if rel == Path(POINTER_FILE) and self.pointer.resolve() != (folder / POINTER_FILE).resolve():
-            publish_file(folder / POINTER_FILE, lambda tmp: shutil.copyfile(self.pointer, tmp))
+        for src, name in ((self.pointer, POINTER_FILE), (self.trees, TREES_FILE),
+                          (self.agent_trees, AGENT_TREES_FILE)):
+            if src is not None and _relative(src, folder, name) == Path(name) and (
+                    src.resolve() != (folder / name).resolve()):
+                _copy_into(src, folder / name)
         d = self.to_dict(folder)
         if file.suffix == ".json":
             publish_file(file, lambda tmp: tmp.write_text(json.dumps(d, indent=1)))
@@ -290,6 +312,26 @@ class Checkpoint:
         if stale:
             parts = ", ".join(f"{k} {a} (code {b})" for k, (a, b) in stale.items())
             raise ModelLoadError(f"{where}: trained with other feature versions: {parts}")
+
+
+def _stored(value: Any, folder: Path) -> Path | None:
+    """A file named in a checkpoint: None when absent, else absolute (relative names lie in ``folder``)."""
+    if not value:
+        return None
+    path = Path(value)
+    return path if path.is_absolute() else folder / path
+
+
+def _copy_into(src: Path, dest: Path) -> None:
+    publish_file(dest, lambda tmp: shutil.copyfile(src, tmp))
+
+
+def _relative(path: Path, folder: Path, name: str) -> Path:
+    """``path`` relative to ``folder``, or ``name`` when it lies elsewhere (:meth:`Checkpoint.save` copies it)."""
+    try:
+        return path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return Path(name)
 
 
 def _torch_load(file: Path) -> Any:

@@ -46,7 +46,8 @@ from scipy.special import expit
 
 from gui_app.core.errors import RollscopeError
 from gui_app.core.annotation.teaching import LabelledRun
-from models.checkpoint import RUN_FILE, Calibration, OODReference
+from gui_app.core.atomic import publish_file
+from models.checkpoint import AGENT_TREES_FILE, RUN_FILE, Calibration, OODReference
 from models.data import (PERCEPT_SUFFIX, Record, cache_key, perceive_trajectory, read_percept, record_for,
                          save_percept)
 from models.evaluate import calibration, classification, localisation
@@ -55,6 +56,7 @@ from models.network import RewardNet, losses
 from models.runtime import WEIGHTS_DIR, ModelLoadError, Prepared, RewardModel
 from models.train import (choose_threshold, fit_platt, noisy_percept, ood_reference, ood_vectors, predict,
                           seed_everything, summary_ranges, to_tensors)
+from models.trees import AGENT_PARAMS, RunTrees, blend, fit_trees
 from models.versions import mahalanobis, versions
 
 REPORT_NAME = "report.json"
@@ -118,9 +120,10 @@ class FinetuneArgs:
 
 #: What a fine-tune may change, simplest first (a tie keeps the simpler): ``calibrate`` refits only the calibration
 #: and threshold on the frozen network (an agent that succeeds more or less often than the training ones);
-#: ``head`` also trains the output heads (success head, run-level MLP, first-step head) on frozen features;
-#: ``full`` trains the whole network, pulled towards the base weights.
-RECIPES = ("calibrate", "head", "full")
+#: ``trees`` also fits agent trees on the labels' run features (:mod:`models.trees`: what this agent's successes and
+#: failures look like), averaged in; ``head`` trains the output heads (success head, run-level MLP, first-step head)
+#: on frozen features; ``full`` trains the whole network, pulled towards the base weights.
+RECIPES = ("calibrate", "trees", "head", "full")
 _HEADS = ("success_head.", "run_mlp.", "frame_head.")
 
 
@@ -315,7 +318,7 @@ def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Call
     """The fine-tuning loop (see the module docstring) with one of :data:`RECIPES`, within ``budget`` seconds
     (default: the args' minutes); returns the per-epoch history."""
     rng = random.Random(args.seed)
-    if recipe == "calibrate":
+    if recipe in ("calibrate", "trees"):  # the network stays as it is
         return []
     anchor = {name: p.detach().clone() for name, p in net.named_parameters()}
     if recipe == "head":
@@ -369,16 +372,36 @@ def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Call
     return history
 
 
-def _fit_output(logits: np.ndarray, y: np.ndarray) -> tuple[float, float, float, np.ndarray]:
-    """Platt calibration (a, b), threshold and calibrated probabilities fitted on the network's ``logits`` for
-    labels ``y`` (1.0 success)."""
+def _fit_output(logits: np.ndarray, y: np.ndarray, recs: Sequence[Record], base: RewardModel | None = None,
+                agent: RunTrees | None = None) -> tuple[float, float, float, np.ndarray]:
+    """Platt calibration (a, b) fitted on the network's ``logits`` of ``recs`` for labels ``y`` (1.0 success),
+    then the threshold and the probabilities p_success (:func:`_p_success`)."""
     a, b = fit_platt(logits, _platt_targets(y))
-    p = expit(a * logits + b)
+    p = _p_success(expit(a * logits + b), recs, base, agent)
     return a, b, choose_threshold(p, y.astype(bool)), p
 
 
+def _p_success(p_network: np.ndarray, recs: Sequence[Record], base: RewardModel | None,
+               agent: RunTrees | None = None) -> np.ndarray:
+    """p_success of ``recs`` from the network's calibrated probabilities: averaged with the ``base`` model's run
+    trees where it has them, which a fine-tune keeps as they are (with their calibration), then with this
+    fine-tune's ``agent`` trees where the recipe fits them (a base's own agent trees are not carried over)."""
+    feats = np.stack([r.example.run_feat for r in recs])
+    p_trees = None if base is None or base.trees is None else base.trees.p(feats)
+    tcal = Calibration() if base is None else base.checkpoint.trees_calibration
+    return np.asarray(blend(p_network, p_trees, tcal.a, tcal.b, None if agent is None else agent.p(feats)))
+
+
+def _agent_trees(recs: Sequence[Record], seed: int) -> bytes | None:
+    """Agent trees fitted on labelled runs' run features (None: they hold one verdict only)."""
+    y = np.array([bool(r.success) for r in recs])
+    if y.all() or not y.any():
+        return None
+    return fit_trees(np.stack([r.example.run_feat for r in recs]), y, seed, AGENT_PARAMS)
+
+
 def choose_recipe(base_net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Callable[[str], None],
-                  budget: float) -> tuple[str, dict[str, float]]:
+                  budget: float, base: RewardModel | None = None) -> tuple[str, dict[str, float]]:
     """The recipe of :data:`RECIPES` with the best cross-validated accuracy on ``items`` (stratified folds; each
     fold's calibration and threshold fitted on the other folds), within ``budget`` seconds; a tie, or a recipe
     whose folds would not fit in the time left, keeps the simpler."""
@@ -405,10 +428,13 @@ def choose_recipe(base_net: RewardNet, items: list[Perceived], args: FinetuneArg
                 break
             net = copy.deepcopy(base_net)
             _train(net, train, args, lambda _m: None, None, recipe, budget=left / (args.folds - f))
+            agent_bytes = _agent_trees([it.record for it in train], args.seed) if recipe == "trees" else None
+            agent = None if agent_bytes is None else RunTrees(agent_bytes)
             train_logits, _, _ = predict(net, [it.record for it in train])
-            a, b, thr, _ = _fit_output(train_logits, np.array([it.record.success for it in train], dtype=float))
+            a, b, thr, _ = _fit_output(train_logits, np.array([it.record.success for it in train], dtype=float),
+                                       [it.record for it in train], base, agent)
             logits, _, _ = predict(net, [it.record for it in test])
-            pred = expit(a * logits + b) >= thr
+            pred = _p_success(expit(a * logits + b), [it.record for it in test], base, agent) >= thr
             right += int((pred == np.array([bool(it.record.success) for it in test])).sum())
             n += len(test)
         else:
@@ -482,7 +508,7 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     budget = args.minutes * 60.0 if args.minutes else float("inf")
     recipe, cv = args.recipe, dict[str, float]()
     if recipe == "auto":  # two thirds of the time to choose, the rest (and what choosing left) to train
-        recipe, cv = choose_recipe(net, train_items, args, log, budget * 2 / 3)
+        recipe, cv = choose_recipe(net, train_items, args, log, budget * 2 / 3, base_torch)
     log(f"fine-tuning with the {recipe} recipe")
     history = _train(net, train_items, args, log, progress, recipe,
                      budget=max(1.0, budget - (time.monotonic() - t_train)))
@@ -491,9 +517,14 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     recs = [it.record for it in train_items]
     logits, _, embs = predict(net, recs)
     y = np.array([r.success for r in recs], dtype=float)
-    a, b, thr, p_train = _fit_output(logits, y)
-    ood = _ood_reference(ood_vectors(embs, recs), seed=args.seed)
     out.mkdir(parents=True, exist_ok=True)
+    agent_bytes = _agent_trees(recs, args.seed) if recipe == "trees" else None
+    agent_path = None if agent_bytes is None else out / AGENT_TREES_FILE
+    if agent_path is not None and agent_bytes is not None:
+        publish_file(agent_path, lambda tmp: tmp.write_bytes(agent_bytes))
+    a, b, thr, p_train = _fit_output(logits, y, recs, base_torch,
+                                     None if agent_bytes is None else RunTrees(agent_bytes))
+    ood = _ood_reference(ood_vectors(embs, recs), seed=args.seed)
     info = {"base": str(base_path), "base_name": base_scoring.name, "seed": args.seed, "n_train": len(train_items),
             "n_heldout": len(held_items), "train_seconds": train_seconds, "epochs_run": len(history),
             "recipe": recipe, "cross_validated": cv, "args": asdict(args)}
@@ -501,7 +532,8 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     # the ranges seen: the base's (what its weights learnt from), widened by the labelled runs'
     ood_ref = OODReference(**ood, summary_range=summary_ranges(recs).union(base.ood.summary_range))
     replace(base, calibration=Calibration(a, b), threshold=thr, ood=ood_ref, versions=versions(), name=out.name,
-            finetune=info, onnx_max_abs_diff=None, state_dict=net.state_dict()).save(out / RUN_FILE)
+            finetune=info, onnx_max_abs_diff=None, agent_trees=agent_path, state_dict=net.state_dict()
+            ).save(out / RUN_FILE)
     from models.export_onnx import ExportError, export_run
 
     try:

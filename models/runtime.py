@@ -1,15 +1,16 @@
 """Score trajectories with the reward model: onnxruntime by default, torch as a second backend.
 
 ``RewardModel.load()`` opens the shipped weights (``models/weights/``: ``model.onnx``, ``pointer.onnx`` and
-``model.json``; ``model.pt`` for the torch backend) or a training run folder (``checkpoint.pt``, torch only) through
-:class:`models.checkpoint.Checkpoint`, and checks that every version the weights were trained with (features,
-perception, terms, hashing, reader, pointer detector, pointer sprite) is the one this code computes. Torch is
-imported only for the torch backend.
+``model.json``, and ``trees.onnx`` where the weights have run trees; ``model.pt`` for the torch backend) or a
+training run folder (``checkpoint.pt``, torch only) through :class:`models.checkpoint.Checkpoint`, and checks that
+every version the weights were trained with (features, perception, terms, hashing, reader, pointer detector, pointer
+sprite) is the one this code computes. Torch is imported only for the torch backend.
 
 ``score(traj)`` reads one keyframe per step end (at most the network's ``max_frames``, uniformly subsampled when
 the run is longer), perceives them (:mod:`models.perception`), matches the instruction (:mod:`models.features`),
-runs the network, calibrates p_success, and measures how far the run is from the training data (``ood``: 1.0 is
-the 99th percentile of validation runs; above it the verdict is ``unknown`` rather than confident).
+runs the network, calibrates its probability and averages it with the run trees' (:mod:`models.trees`; weights
+without trees: the network alone) into p_success, and measures how far the run is from the training data (``ood``:
+1.0 is the 99th percentile of validation runs; above it the verdict is ``unknown`` rather than confident).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from models.config import ModelConfig
 from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example, perceive_run
 from models.harm import HarmHead, harm_input
 from models.perception import Perceiver
+from models.trees import RunTrees, blend
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 BACKENDS = ("onnx", "torch")
@@ -101,6 +103,14 @@ class _TorchBackend:
         return s.numpy(), f.numpy(), e.numpy()
 
 
+def _trees(path: Path | None, what: str) -> RunTrees | None:
+    if path is None:
+        return None
+    if not path.is_file():
+        raise ModelLoadError(f"{path}: file not found ({what})")
+    return RunTrees(path)
+
+
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max())
     return e / e.sum()
@@ -121,6 +131,8 @@ class RewardModel:
         self._ood = (np.array(ood.mean), np.array(ood.std), np.array(ood.precision), ood.scale)
         self._range = ood.summary_range  # None in weights from before summary ranges: the distance alone
         self.harm: HarmHead | None = None  # the harm judge beside it (weights from before it have none)
+        self.trees: RunTrees | None = None  # the run trees averaged with the network (weights without: None)
+        self.agent_trees: RunTrees | None = None  # a fine-tune's agent trees (models.trees)
 
     @classmethod
     def load(cls, path: str | Path | None = None, backend: str = "onnx", threads: int = 2) -> RewardModel:
@@ -155,6 +167,8 @@ class RewardModel:
                               ck.perception)
         model = cls(ck, impl, perceiver, f"{p.name}:{backend}")
         model.harm = HarmHead.load(p, threads=1)
+        model.trees, model.agent_trees = (_trees(path, what) for path, what in (
+            (ck.trees, "the run trees"), (ck.agent_trees, "the agent trees")))
         return model
 
     def featurize(self, traj: Trajectory, prune: bool = True, use_log: bool = True) -> Example:
@@ -220,14 +234,19 @@ class RewardModel:
             return []
         t0 = time.perf_counter()
         s, f, e = self.backend(make_batch([p.example for p in prepared]))
+        feats = np.stack([p.example.run_feat for p in prepared])
+        trees, agent = (None if t is None else t.p(feats) for t in (self.trees, self.agent_trees))
         t_fwd = (time.perf_counter() - t0) / len(prepared)
-        return [self._result(p.example, p.n_steps, s[i], f[i], e[i], t_fwd, p.instruction)
+        return [self._result(p.example, p.n_steps, s[i], f[i], e[i], t_fwd, p.instruction,
+                             None if trees is None else float(trees[i]), None if agent is None else float(agent[i]))
                 for i, p in enumerate(prepared)]
 
     def _result(self, ex: Example, n_steps: int, s: float, f: np.ndarray, emb: np.ndarray, t_fwd: float,
-                instruction: str) -> Score:
+                instruction: str, p_trees: float | None = None, p_agent: float | None = None) -> Score:
         a, b = self.calibration.a, self.calibration.b
-        p = float(1.0 / (1.0 + np.exp(-(a * float(s) + b))))
+        p_network = 1.0 / (1.0 + np.exp(-(a * float(s) + b)))
+        tcal = self.checkpoint.trees_calibration
+        p = float(blend(p_network, p_trees, tcal.a, tcal.b, p_agent))
         dist = _softmax(f[: ex.n_frames].astype(np.float64))
         step_scores = [0.0] * n_steps
         for j, k in enumerate(ex.keyframe_steps):

@@ -4,9 +4,11 @@
 ``train`` split (optionally restricted to some agents or recording-style families, for the cross table), keeps
 the epoch with the best validation loss, then on validation fits the calibration of p_success (Platt scaling of
 the logit), the decision threshold, and the out-of-distribution reference (Mahalanobis distance of the CLS
-embedding and run summary, scaled by its 99th percentile on validation). The run folder gets ``checkpoint.pt``
-(:class:`models.checkpoint.Checkpoint`, with the pointer detector copied beside it so the folder can move) and
-``train_log.json``; ``rollscope export-onnx`` turns it into shippable weights.
+embedding and run summary, scaled by its 99th percentile on validation). Beside the network it fits the run trees
+(:mod:`models.trees`) on the training runs' run features, and chooses the threshold for the mean of the two
+probabilities. The run folder gets ``checkpoint.pt`` (:class:`models.checkpoint.Checkpoint`, with the pointer
+detector copied beside it so the folder can move), ``trees.onnx`` and ``train_log.json``; ``rollscope export-onnx``
+turns it into shippable weights.
 """
 
 from __future__ import annotations
@@ -24,13 +26,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.checkpoint import RUN_FILE, Calibration, Checkpoint, OODReference, SummaryRange, perception_from_dict
+from gui_app.core.atomic import publish_file
+from models.checkpoint import (RUN_FILE, TREES_FILE, Calibration, Checkpoint, OODReference, SummaryRange,
+                               perception_from_dict)
 from models.config import ModelConfig
-from models.data import (Record, cache_key, load_records, perceive_all, read_manifest, record_for, video_only_row,
-                         with_sources)
+from models.data import (Record, cache_key, load_percept, load_records, perceive_all, read_manifest, record_for,
+                         video_only_row, with_sources)
 from models.features import INPUT_NAMES, make_batch
 from models.network import RewardNet, losses
 from models.perception import PerceptionConfig, RunPercept
+from models.trees import TREES_THRESHOLD, RunTrees, blend, fit_trees, mean_logit
 from models.versions import mahalanobis, versions
 
 
@@ -54,6 +59,7 @@ class TrainArgs:
     agents: tuple[str, ...] = ()  # train only on these agents (cross table); () = all
     style_families: tuple[str, ...] = ()  # train only on these recording-style families; () = all
     augment: float = 0.5  # share of training examples re-featurised with perception noise each epoch
+    trees: bool = True  # fit the run trees beside the network (models.trees)
     net: ModelConfig = field(default_factory=ModelConfig)
 
 
@@ -272,26 +278,95 @@ def train(args: TrainArgs, log: Callable[[str], None] = print,
     logits, _, embs = predict(net, val_recs)
     y_val = np.array([r.success for r in val_recs])
     a, b = fit_platt(logits, y_val)
-    p = 1 / (1 + np.exp(-(a * logits + b)))
-    thr = choose_threshold(p, y_val)
+    p_net = 1 / (1 + np.exp(-(a * logits + b)))
+    out = Path(args.out)
+    trees, extra = None, dict[str, Any]()
+    if args.trees:
+        trees, tcal, extra = _fit_trees(net, Calibration(a, b), train_recs, val_recs, info, out, args.seed, log)
+        p, thr = blend(p_net, RunTrees(trees).p(_run_feats(val_recs)), tcal.a, tcal.b), TREES_THRESHOLD
+    else:
+        tcal, p, thr = Calibration(), p_net, choose_threshold(p_net, y_val)
     _, _, tr_embs = predict(net, train_recs)
     ood = OODReference(**ood_reference(ood_vectors(tr_embs, train_recs), ood_vectors(embs, val_recs)),
                        summary_range=summary_ranges(train_recs))
-    out = Path(args.out)
     Checkpoint(net=cfg, perception=perception_from_dict(info["perception"]), calibration=Calibration(a, b),
                threshold=thr, ood=ood, pointer=Path(info["pointer"]), versions=versions(), name=out.name,
-               state_dict=net.state_dict()).save(out / RUN_FILE)
+               trees=trees, trees_calibration=tcal, state_dict=net.state_dict()).save(out / RUN_FILE)
     report = {"args": {k: v for k, v in asdict(args).items() if k != "net"}, "net": cfg.to_dict(),
               "history": history, "best_epoch": best["epoch"], "threshold": thr, "calibration": {"a": a, "b": b},
               "val": metrics(p, y_val, thr), "n_train": len(train_recs), "n_val": len(val_recs),
-              "seconds": time.time() - t_start, **{k: v for k, v in info.items() if k != "perception"}}
+              "seconds": time.time() - t_start, **{k: v for k, v in info.items() if k != "perception"}, **extra}
     (out / "train_log.json").write_text(json.dumps(report, indent=1, default=str))
     return report
 
 
-def _augmented(r: Record, rng: random.Random, info: dict, cache: dict[str, dict[str, Any]]) -> Any:
-    from models.data import load_percept
+def _run_feats(recs: list[Record]) -> np.ndarray:
+    return np.stack([r.example.run_feat for r in recs]).astype(np.float32)
 
+
+def _both_modes(recs: list[Record], info: dict[str, Any]) -> list[Record]:
+    """Each record twice: as logged, and as a plain recording (its log's actions and claims left out)."""
+    out = []
+    payloads: dict[str, dict[str, Any]] = {}
+    for r in recs:
+        src = r.row.get("source_path") or r.row["path"]
+        if src not in payloads:
+            payloads[src] = load_percept(info["cache"], info["key"], src)
+        out += [record_for(r.row, payloads[src], use_log=use_log) for use_log in (True, False)]
+    return out
+
+
+def _fit_trees(net: RewardNet, cal: Calibration, train_recs: list[Record], val_recs: list[Record],
+               info: dict[str, Any], out: Path, seed: int, log: Callable[[str], None]
+               ) -> tuple[Path, Calibration, dict[str, Any]]:
+    """Fit the run trees (:mod:`models.trees`) on the training runs, each as logged and as a plain recording, write
+    them to ``out/trees.onnx``, and fit the calibration of the mean p_success on the validation runs in both modes
+    too. Returns the trees' path, the mean's calibration, and the validation figures (both modes) with the trees and
+    with the network alone."""
+    rows = _both_modes(train_recs, info)
+    t0 = time.time()
+    onnx_bytes = fit_trees(_run_feats(rows), np.array([r.success for r in rows]), seed)
+    path = out / TREES_FILE
+    out.mkdir(parents=True, exist_ok=True)
+    publish_file(path, lambda tmp: tmp.write_bytes(onnx_bytes))
+    log(f"run trees: {len(rows)} rows, {len(onnx_bytes) / 1e3:.0f} kB, {time.time() - t0:.1f} s")
+    val2 = _both_modes(val_recs, info)
+    y2 = np.array([r.success for r in val2])
+    logits, _, _ = predict(net, val2)
+    p_net = 1 / (1 + np.exp(-(cal.a * logits + cal.b)))
+    p_trees = RunTrees(path).p(_run_feats(val2))
+    tcal = Calibration(*fit_platt(mean_logit(p_net, p_trees), y2))
+    p = blend(p_net, p_trees, tcal.a, tcal.b)
+    return path, tcal, {"val_both_modes": metrics(p, y2, TREES_THRESHOLD),
+                        "val_both_modes_network_alone": metrics(p_net, y2, choose_threshold(p_net, y2))}
+
+
+def add_trees(args: TrainArgs, log: Callable[[str], None] = print,
+              progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Fit the run trees of a run trained without them (``rollscope train --trees-only``): its network unchanged,
+    the trees fitted on its dataset's training split, the threshold chosen again on validation for the mean.
+
+    Raises:
+        ModelLoadError: no checkpoint in ``args.out``.
+        ValueError: no training or validation examples.
+    """
+    out = Path(args.out)
+    ck = Checkpoint.load(out / RUN_FILE)
+    train_recs, val_recs, info = prepare(replace(args, pointer=args.pointer or str(ck.pointer)), log, progress)
+    if not train_recs or not val_recs:
+        raise ValueError(f"{args.data}: no training or validation examples after filtering")
+    net = RewardNet(ck.net)
+    net.load_state_dict(ck.state_dict or {})
+    trees, tcal, extra = _fit_trees(net, ck.calibration, train_recs, val_recs, info, out, args.seed, log)
+    replace(ck, threshold=TREES_THRESHOLD, trees=trees, trees_calibration=tcal).save(out / RUN_FILE)
+    report = {"threshold": TREES_THRESHOLD, "n_train": len(train_recs), "n_val": len(val_recs), **extra}
+    log_path = out / "train_log.json"
+    old = json.loads(log_path.read_text()) if log_path.is_file() else {}
+    log_path.write_text(json.dumps({**old, **report}, indent=1, default=str))
+    return report
+
+
+def _augmented(r: Record, rng: random.Random, info: dict, cache: dict[str, dict[str, Any]]) -> Any:
     src = r.row.get("source_path") or r.row["path"]
     if src not in cache:
         if len(cache) > 4096:

@@ -45,6 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--augment-share", type=float, default=0.5,
                    help="share of training examples re-read with perception noise each epoch")
     p.add_argument("--weight-decay", type=float, default=0.05)
+    p.add_argument("--no-trees", dest="trees", action="store_false",
+                   help="train the network alone, without the run trees averaged with it (models/trees.py)")
+    p.add_argument("--trees-only", action="store_true",
+                   help="fit the run trees of the run in --out, trained without them: its network is kept")
     p.add_argument("--config", default="",
                    help="network settings as JSON, over models.config.ModelConfig's defaults (the shipped recipe)")
     g = p.add_argument_group("fine-tuning on labels (--from-labels)")
@@ -54,10 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--catalog", default=None, help="the library's catalog (default: ROOT/.rollscope/catalog.sqlite)")
     g.add_argument("--base", default=None, help="model to start from: weights folder or run (default: the active "
                                                 "model, else the shipped weights)")
-    g.add_argument("--recipe", default="auto", choices=("auto", "calibrate", "head", "full"),
+    g.add_argument("--recipe", default="auto", choices=("auto", "calibrate", "trees", "head", "full"),
                    help="what the fine-tune changes: auto (chosen by cross-validation on the labels, the default), "
-                        "calibrate (calibration and threshold only), head (the output heads too) or full (the whole "
-                        "network)")
+                        "calibrate (calibration and threshold only), trees (agent trees on the labels' run features "
+                        "too), head (the output heads) or full (the whole network)")
     g.add_argument("--minutes", type=float, default=10.0, help="training time budget in minutes (default 10; 0: none)")
     g.add_argument("--holdout", type=float, default=0.25,
                    help="share of the labels per verdict held out for the before-and-after report (default 0.25)")
@@ -94,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         return run_from_labels(args)
     from gui_app.core.errors import RollscopeError
     from models.config import ModelConfig
-    from models.train import TrainArgs, train
+    from models.train import TrainArgs, add_trees, train
 
     def split(s: str) -> tuple[str, ...]:
         return tuple(x.strip() for x in s.split(",") if x.strip())
@@ -110,14 +114,21 @@ def run(args: argparse.Namespace) -> int:
                       batch_size=args.batch_size or 32, lr=args.lr or 2e-3, patience=args.patience, cache=args.cache,
                       pointer=args.pointer, threads=args.threads, workers=args.workers, time_budget=args.time_budget,
                       agents=split(args.agents), style_families=split(args.style_families),
-                      augment=args.augment_share if args.augment else 0.0, weight_decay=args.weight_decay, net=net)
+                      augment=args.augment_share if args.augment else 0.0, weight_decay=args.weight_decay, net=net,
+                      trees=args.trees)
     bars = _Bars(args.json)
     try:
-        report = train(targs, log=lambda msg: print(msg, file=sys.stderr), progress=bars)
+        report = (add_trees if args.trees_only else train)(targs, log=lambda msg: print(msg, file=sys.stderr),
+                                                            progress=bars)
     finally:
         bars.close()
     if args.json:
         print(json.dumps({k: v for k, v in report.items() if k != "history"}, default=str))
+    elif args.trees_only:
+        v, n = report["val_both_modes"], report["val_both_modes_network_alone"]
+        print(f"run trees: val accuracy {n['accuracy']:.3f} -> {v['accuracy']:.3f} (network alone -> with trees; "
+              f"each run logged and as a plain recording), threshold {report['threshold']:.3f} -> "
+              f"{args.out}/checkpoint.pt")
     else:
         v = report["val"]
         print(f"best epoch {report['best_epoch']}: val accuracy {v['accuracy']:.3f} recall {v['recall']:.3f} "

@@ -15,7 +15,8 @@ from gui_app.core.store.record import Annotation
 from gui_app.core.settings import active_model
 from gui_app.core.store.backends import open_store
 from gui_app.core.annotation.teaching import known_outcomes, label_store, labelled_runs
-from models.finetune import REPORT_ROWS, FinetuneArgs, FinetuneError, finetune, heldout_split, is_worse
+from models.finetune import RECIPES, REPORT_ROWS, FinetuneArgs, FinetuneError, finetune, heldout_split, is_worse
+from models.runtime import RewardModel
 
 
 @pytest.fixture(scope="session")
@@ -253,7 +254,6 @@ def test_a_fine_tuned_model_is_unknown_on_screens_of_a_shape_never_trained(fine_
     """Fine-tuning wrote no screen size, shape or run-length ranges, so a fine-tuned model skipped the "unknown" gate
     and judged 2000x400 screens as confidently as the pages it learnt from (issue 25)."""
     from gui_app.core.trajectory.formats import native
-    from models.runtime import RewardModel
 
     model = RewardModel.load(fine_tuned)
     seen = model.score(native.load(samples / "miniwob" / "login-user-success"))  # 320x420 pages: trained on
@@ -270,7 +270,6 @@ def test_a_fine_tuned_run_folder_moved_elsewhere_still_loads_and_exports(fine_tu
 
     from gui_app.core.trajectory.formats import native
     from models.export_onnx import export_run
-    from models.runtime import RewardModel
 
     moved = tmp_path / "elsewhere" / "judge"
     shutil.copytree(fine_tuned, tmp_path / "copy")
@@ -293,18 +292,21 @@ def test_recipes_change_only_what_they_say_and_auto_reports_its_choice(labelled,
     base = torch.load(tiny_weights / "model.pt", weights_only=False)
     base = base.get("state_dict", base)
     states = {}
-    for recipe in ("calibrate", "head", "auto"):
+    for recipe in ("calibrate", "trees", "head", "auto"):
         args = FinetuneArgs(out=str(tmp_path / recipe), base=str(tiny_weights), cache=str(cache), epochs=3,
                             holdout=0, recipe=recipe, folds=2)
         report = finetune(args, runs, log=lambda m: None)
         states[recipe] = torch.load(tmp_path / recipe / "checkpoint.pt", weights_only=False)["state_dict"]
         assert report["recipe"] == (recipe if recipe != "auto" else report["recipe"])
-    assert all(torch.equal(states["calibrate"][k], base[k].float()) for k in base)  # the network is untouched
+        # only the trees recipe fits agent trees, and the model it exports scores with them
+        assert (tmp_path / recipe / "agent_trees.onnx").is_file() == (report["recipe"] == "trees")
+        assert (RewardModel.load(tmp_path / recipe).agent_trees is not None) == (report["recipe"] == "trees")
+    for recipe in ("calibrate", "trees"):  # the network is untouched
+        assert all(torch.equal(states[recipe][k], base[k].float()) for k in base)
     heads = ("success_head.", "run_mlp.", "frame_head.")
     moved = {k for k in base if not torch.equal(states["head"][k], base[k].float())}
     assert moved and all(k.startswith(heads) for k in moved)
-    assert report["recipe"] in ("calibrate", "head", "full") and set(report["cross_validated"]) <= {
-        "calibrate", "head", "full"} and report["cross_validated"]
+    assert report["recipe"] in RECIPES and set(report["cross_validated"]) <= set(RECIPES) and report["cross_validated"]
     with pytest.raises(FinetuneError):
         finetune(FinetuneArgs(out=str(tmp_path / "x"), base=str(tiny_weights), cache=str(cache), recipe="magic"),
                  runs, log=lambda m: None)
