@@ -33,7 +33,8 @@ CPU time (this process; the app's own for the app) is printed beside wall time: 
 under load the wall time includes waiting for a core. The 1-minute load average before and after is printed too.
 
 Usage: ``python bench/catalog_scan.py [--quick] [--json] [--n N] [--dir DIR] [--app-runs K] [--scoring]
-[--empty-folders E]``.
+[--empty-folders E]``; ``--queries-only DB``: only the queries, of an existing catalog (copy it first: opening it
+brings its schema up to date).
 """
 
 from __future__ import annotations
@@ -543,12 +544,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scoring", action="store_true", help="also run bench/cluster_scoring.py (minutes)")
     ap.add_argument("--reuse-catalog", action="store_true",
                     help="keep the catalog a previous run left (scans and scores skipped): queries and the app only")
+    ap.add_argument("--queries-only", type=Path, default=None, metavar="DB",
+                    help="only the queries, of this existing catalog (nothing generated, scanned or opened in the app)")
     ap.add_argument("--empty-folders", type=int, default=None,
                     help="empty folders to scan and rescan (default 50,000; --quick 5,000; 0: skip)")
     ap.add_argument("--app-child", nargs=2, metavar=("ROOT", "STARTED"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.app_child:
         return app_child(args.app_child[0], float(args.app_child[1]))
+    if args.queries_only:
+        return _print(queries_only(args.queries_only, args.reps or 30), args.json)
     n = args.n or (1_000 if args.quick else 10_000)
     n_broken = max(len(_BROKEN), n // 200)
     reps = args.reps or (10 if args.quick else 30)
@@ -574,7 +579,24 @@ def main(argv: list[str] | None = None) -> int:
     if n_empty:
         figures.update(empty_folders(base, n_empty))
     figures["load_average_1min_after"] = round(os.getloadavg()[0], 2)
-    if args.json:
+    return _print(figures, args.json)
+
+
+def queries_only(db: Path, reps: int) -> dict[str, Any]:
+    """The queries of an existing catalog (``--queries-only``), with its row count and the load around them."""
+    if not db.is_file():
+        raise SystemExit(f"{db}: no such catalog")
+    figures: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_average_1min_before": round(os.getloadavg()[0], 2)}
+    with Catalog(db) as cat:
+        figures["rows"] = len(cat)
+    figures.update(queries(db, reps))
+    figures["load_average_1min_after"] = round(os.getloadavg()[0], 2)
+    return figures
+
+
+def _print(figures: dict[str, Any], as_json: bool) -> int:
+    """The figures as one JSON object, or one per line."""
+    if as_json:
         print(json.dumps(figures))
     else:
         width = max(map(len, figures))

@@ -24,13 +24,14 @@ from tests.test_catalog import make_broken
 _N = 2_400
 _VOCAB = ("open", "the", "menu", "click", "settings", "Éclair", "éCLAIR", "Straße", "STRASSE", "ÀÉÎ", "naïve", "tab",
           "ta", "Σίσυφος", "ΟΔΟΣ", "日本語", "save", "file", "fail-safe", "errorless", "unknownish", "success!",
-          "\"q\"", "100%", "a_b", "x")
+          "\"q\"", "100%", "a_b", "x", "nul\x00byte", "C:\\Temp")
 # Words searched: of 3 characters and more (the text index), of 1 and 2 (every row's text), beyond ASCII, those the
-# outcome and verdict words could match (read from the cached rows), quotes and wildcards of FTS5 and LIKE.
+# outcome and verdict words could match (read from the cached rows), quotes and wildcards of FTS5 and LIKE (and its
+# escape), a NUL and what follows one in a text.
 _WORDS = ("open", "menu", "click", "settings", "éclair", "ÉCLAIR", "straße", "strasse", "àéî", "naïve", "ta", "ab",
           "x", "e", "σίσυφος", "οδος", "日本", "日本語", "save", "fail", "failure", "succ", "success", "error",
           "unknown", "own", "\"q\"", "100%", "a_b", "%", "_", "t00", "t01", "g1/", "chrome", "files", "nothing-matches",
-          "ss", "sav", "menu\"")
+          "ss", "sav", "menu\"", "byte", "l\x00b", "\\", "c:\\t", "_b", "\\%")
 _TASKS = (None, "mail", "Mail", "files", "Éclair", "écoute", "zeta")
 _FORMATS = ("native", ["native", "osworld"], "osworld", [])
 _COLUMNS = CatalogRow._fields
@@ -137,6 +138,14 @@ def test_a_catalog_just_opened_answers_in_sql_what_its_cached_rows_answer(librar
     assert served > 150  # most queries never read the rows (words of outcomes, labels and odd cases do)
 
 
+@pytest.mark.parametrize("walk_more", [0, 10**9])
+def test_a_page_walked_in_its_columns_order_or_sorted_is_the_same(library, monkeypatch, walk_more):
+    """A page of a selection is read by walking its column's index (instruction, duration, steps) or by sorting the
+    rows the selection finds, whichever looks at fewer rows (Catalog._walks); either way the same rows."""
+    monkeypatch.setattr(catalog_module, "_WALK_MORE", walk_more)  # 0: never walked; 10**9: walked where it can be
+    assert _check_queries(library, 120, seed=6) > 60
+
+
 def test_without_a_text_index_sql_still_answers_the_same(library, tmp_path):
     """Where SQLite has no trigram tokenizer the catalog reaches version 16 without the text index and searches
     every row's text in SQL."""
@@ -209,7 +218,7 @@ def test_a_version_15_catalog_is_upgraded_with_its_rows(library, tmp_path):
         want = src.query()
         want_click = src.query("click", {"scored": True}, "p_success", True)
     with Catalog(old, background=False) as cat:
-        assert cat.schema_version == catalog_module.SCHEMA_VERSION == 16
+        assert cat.schema_version == catalog_module.SCHEMA_VERSION == 17
         assert cat.query() == want
     with Catalog(old, background=False) as cat:  # just opened: answered through the text index
         assert cat.query("click", {"scored": True}, "p_success", True) == want_click and cat._cache is None
@@ -218,6 +227,37 @@ def test_a_version_15_catalog_is_upgraded_with_its_rows(library, tmp_path):
     assert indexed.fetchone()[0] == conn.execute(
         "SELECT COUNT(*) FROM trajectories WHERE instr(search, 'click') > 0").fetchone()[0] > 0
     conn.close()
+
+
+def test_a_version_16_catalog_is_upgraded_with_its_rows(library, tmp_path):
+    """Migration 17: the indexes that spare the first queries every row are filled from the rows, and a NUL in a
+    search text (where the text index stopped reading it) is a space, so the text index finds the words after it."""
+    old = tmp_path / "v16.sqlite"
+    conn = sqlite3.connect(old, isolation_level=None)
+    db.migrate(conn, catalog_module.MIGRATIONS[:16])
+    conn.execute("ATTACH DATABASE ? AS src", (str(library),))
+    for table in ("files", "trajectories", "scores", "folders"):
+        conn.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
+    conn.execute("DETACH DATABASE src")
+    conn.execute("UPDATE trajectories SET search = search || char(0) || ' quokka' || char(0) || char(0) || 'é' "
+                 "WHERE rowid = 1")
+    assert conn.execute("SELECT COUNT(*) FROM trajectories_search WHERE trajectories_search MATCH 'quokka'"
+                        ).fetchone() == (0,)
+    key, search = conn.execute("SELECT key, search FROM trajectories WHERE rowid = 1").fetchone()
+    version = conn.execute("SELECT rows_version FROM meta").fetchone()[0]
+    conn.close()
+    with Catalog(old, background=False) as cat:
+        assert cat.schema_version == catalog_module.SCHEMA_VERSION == 17
+        assert [r.key for r in cat.query("quokka")] == [key] and cat._cache is None
+    conn = sqlite3.connect(old)
+    assert conn.execute("SELECT search FROM trajectories WHERE rowid = 1").fetchone() == (search.replace("\x00", " "),)
+    assert conn.execute("SELECT rows_version FROM meta").fetchone()[0] == version + 1
+    assert conn.execute("SELECT COUNT(*) FROM trajectories WHERE instr(search, char(0)) > 0").fetchone() == (0,)
+    assert [c for (_, _, c) in conn.execute("PRAGMA index_info(trajectories_success)")] == ["success", "ref", "search"]
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.execute("INSERT INTO trajectories_search(trajectories_search) VALUES ('integrity-check')")
+    conn.close()
+    assert _check_queries(old, 60, seed=7) > 30
 
 
 def _random_words(rng: random.Random, texts: list[str], n: int) -> list[str]:

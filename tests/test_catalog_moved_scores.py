@@ -146,7 +146,8 @@ def test_a_schema_8_catalog_migrates_keeping_every_score(tmp_path: Path):
     indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
                                           "AND tbl_name = 'trajectories' AND name NOT LIKE 'sqlite_%'")}
     assert indexes == {"trajectories_path", "trajectories_format", "trajectories_success", "trajectories_task",
-                       "trajectories_instruction", "trajectories_ref", "trajectories_id", "trajectories_error"}
+                       "trajectories_instruction", "trajectories_ref", "trajectories_id", "trajectories_error",
+                       "trajectories_duration", "trajectories_n_steps", "trajectories_instruction_beyond_ascii"}
     conn.close()
 
 

@@ -50,7 +50,7 @@ def test_a_version_14_catalog_migrates_and_its_scores_have_no_usage_or_rationale
                  "VALUES ('/lib/a', 'v3', 0.2, 1, '[0.1, 0.9]', 1.0, 0.5, 0, 0, '[\"video\"]', 3, 0.1, 0, 0)")
     conn.close()
     with Catalog(db) as cat:
-        assert cat.schema_version == SCHEMA_VERSION == 16
+        assert cat.schema_version == SCHEMA_VERSION == 17
         old = cat.latest_score("/lib/a")
         assert (old.p_success, old.first_error_step, old.evidence, old.usage, old.rationale) == \
             (0.2, 1, ["video"], {}, "")

@@ -27,7 +27,7 @@ def test_a_catalog_left_by_the_old_code_migrates_keeping_rows_and_scores(tmp_pat
                  "VALUES ('/lib/a', 'old-model', 0.55, 1, '[0.2, 0.8]', 1.0)")
     conn.close()
     with Catalog(path) as cat:
-        assert cat.schema_version == SCHEMA_VERSION == 16
+        assert cat.schema_version == SCHEMA_VERSION == 17
         assert {r.ref for r in cat.query()} == {"/lib/a", "/lib/b"}  # keys backfilled (no library root: absolute)
         a, b = cat.query(order_by="key")
         assert (a.instruction, a.success, a.p_success, a.first_error_step) == ("Open the menu", False, 0.55, 1)
@@ -55,7 +55,7 @@ def test_a_catalog_left_by_the_old_code_migrates_keeping_rows_and_scores(tmp_pat
     assert log == [(5, "score_whole"), (6, "library_keys"), (7, "score_unknown"), (8, "folders"), (9, "one_score"),
                    (10, "scores_by_library_key"), (11, "run_columns"), (12, "instruction_overrides"),
                    (13, "score_evidence"), (14, "score_safety"), (15, "score_usage_rationale"),
-                   (16, "search_index")]
+                   (16, "search_index"), (17, "cold_query_indexes")]
 
 
 def test_a_store_left_by_the_old_code_opens_as_it_is(tmp_path: Path):

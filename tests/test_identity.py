@@ -87,7 +87,7 @@ def test_old_store_and_catalog_migrate_without_losing_a_label(library, store_loc
     before = {(a.trajectory_id, a.annotator): a for a in store.annotations()}
 
     cat = Catalog(db)  # migration 5, then every row gets its library key
-    assert cat.schema_version == len(MIGRATIONS) == 16
+    assert cat.schema_version == len(MIGRATIONS) == 17
     assert {r.ref for r in cat.query()} == {f"results/pyautogui/screenshot/gpt-4o/chrome/{EXAMPLE}",
                                              f"results/pyautogui/screenshot/uitars-1.5/chrome/{EXAMPLE}",
                                              "other/gpt-4o/os/only-once"}

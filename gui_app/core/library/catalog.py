@@ -98,6 +98,15 @@ _UNRECOGNISED_EXAMPLES = 5
 _INDEX_PAGES = 2_000
 # The shortest search word the text index finds (a trigram); a shorter one is looked for in every row's text.
 _TRIGRAM = 3
+# The instructions SQLite's NOCASE may order otherwise than str.casefold: beyond ASCII, or holding a NUL (length()
+# counts the characters before it). Written as the partial index of migration 17 is, so SQLite reads that index.
+_BEYOND_ASCII = "length(instruction) != length(CAST(instruction AS BLOB))"
+# The indexes a page sorted by a column can walk in the column's order, stopping at the page's end (migration 17).
+_ORDER_INDEXES = {"instruction": "trajectories_instruction", "duration": "trajectories_duration",
+                  "n_steps": "trajectories_n_steps"}
+# How many times as many rows as the selection holds a walk of such an index may look at and still be chosen over
+# sorting the selection (see Catalog._walks).
+_WALK_MORE = 4
 # Rows the thread that reads the rows in the background reads between two looks at whether it should pause (a query
 # is being answered in SQL) or stop (the catalog is closing): about a millisecond of work.
 _WARM_CHUNK = 512
@@ -830,7 +839,9 @@ class Catalog:
                 metadata = t.metadata if isinstance(t.metadata, dict) else {}
                 run_folder, domain = _metadata_text(metadata, "run_folder"), _metadata_text(metadata, "domain")
                 agent = str(t.agent) if t.agent else None
-                search = " ".join(x for x in (t.id, t.instruction, task, ref, run_folder, domain, agent) if x).lower()
+                # A NUL is a space: the text index's tokenizer would stop at it (see _word_conds).
+                search = " ".join(x for x in (t.id, t.instruction, task, ref, run_folder, domain, agent)
+                                  if x).lower().replace("\x00", " ")
                 success = t.outcome.success
                 scope = task_key(t, ref)
                 rows.append(tuple(map(_sql_value, (
@@ -924,12 +935,7 @@ class Catalog:
         takes 600. None where the index's order could differ from the cached rows' order: when an instruction is not
         ASCII (NOCASE folds ASCII letters only, ``str.casefold`` every letter: ß is ss). Called inside a read
         transaction."""
-        version = self._token(conn)[0]
-        if self._ascii is None or self._ascii[0] != version:
-            mixed = conn.execute("SELECT 1 FROM trajectories WHERE length(instruction) != "
-                                 "length(CAST(instruction AS BLOB)) LIMIT 1").fetchone()  # characters != bytes
-            self._ascii = (version, mixed is None)
-        if not self._ascii[1]:
+        if not self._ascii_instructions(conn):
             return None
         rows = _rows(conn.execute(
             f"SELECT {_COLUMNS} FROM (SELECT * FROM trajectories WHERE instruction != '' ORDER BY instruction "
@@ -941,6 +947,16 @@ class Catalog:
                 f"SELECT {_COLUMNS} FROM (SELECT * FROM trajectories WHERE instruction = '' ORDER BY key LIMIT ? "
                 f"OFFSET ?) t {_JOIN} ORDER BY t.key", (limit - len(rows), max(0, offset - present))))
         return rows
+
+    def _ascii_instructions(self, conn: sqlite3.Connection) -> bool:
+        """Whether every instruction is ASCII without a NUL (characters == bytes), so SQLite's NOCASE orders them as
+        the cached rows do (``str.casefold``): asked of the index of the others (migration 17), almost always empty,
+        once per version of the rows. Called inside a read transaction."""
+        version = self._token(conn)[0]
+        if self._ascii is None or self._ascii[0] != version:
+            mixed = conn.execute(f"SELECT 1 FROM trajectories WHERE {_BEYOND_ASCII} LIMIT 1").fetchone()
+            self._ascii = (version, mixed is None)
+        return self._ascii[1]
 
     def _rowset(self, rows: list[CatalogRow], same_rows: RowSet | None = None) -> RowSet:
         """The rows as a :class:`RowSet`; ``same_rows``: a set of the same rows (only their scores differ), whose
@@ -979,10 +995,12 @@ class Catalog:
 
         Before the rows are cached (a catalog just opened, or rows a scan changed), a query is answered in SQL where
         SQL gives exactly what the cached rows would (:meth:`_cold_query`): the default order's first pages through
-        the instruction index, a search through the text index of migration 16, filters as ``WHERE`` clauses; the
-        rows are then read into the cache in the background (``background``). A search word the outcome or verdict
-        words could match (``fail``, ``error``...), one the labels name (``label_refs``), a sort by a text whose
-        case SQLite folds otherwise than Python (``Straße``) read the rows first, as every query did before.
+        the instruction index, a search through the text index of migration 16, filters as ``WHERE`` clauses, a
+        page by walking its column's index or sorting the selection, whichever reads fewer rows (the indexes of
+        migration 17); the rows are then read into the cache in the background (``background``), once a query (not
+        a count: the page asked next would share the cores with it) was answered so. A search word the outcome or
+        verdict words could match (``fail``, ``error``...), one the labels name (``label_refs``), a sort by a text
+        whose case SQLite folds otherwise than Python (``Straße``) read the rows first, as every query did before.
 
         Args:
             text: words that must all occur (case-insensitively) in the id, instruction, task, agent, domain or run
@@ -1040,8 +1058,7 @@ class Catalog:
             try:
                 if self._rows_unread(conn):
                     got = self._cold_count(conn, text, filters)
-                    if got is not None:
-                        self._warm_soon()
+                    if got is not None:  # the rows are read once the page asked next is answered (see query)
                         return got
                 rowset = self._snapshot(conn)[1]
                 mask = rowset.select(text, filters)
@@ -1068,65 +1085,63 @@ class Catalog:
         cached = self._cache
         return cached is None or cached[0][0] != self._token(conn)[0]
 
-    def _cold_where(self, conn: sqlite3.Connection, text: str,
-                    filters: dict[str, Any] | None) -> tuple[str, tuple[Any, ...], bool] | None:
-        """The ``WHERE`` clause (over ``trajectories t`` and ``latest_scores s``), its arguments, and whether it reads
-        the latest score, that keeps exactly the rows :meth:`RowSet.select <gui_app.core.library.rows.RowSet.select>`
-        keeps; None where SQL cannot say the same (then the rows are read).
+    def _cold_where(self, conn: sqlite3.Connection, text: str, filters: dict[str, Any] | None) -> _Selection | None:
+        """The :class:`_Selection` that keeps exactly the rows :meth:`RowSet.select
+        <gui_app.core.library.rows.RowSet.select>` keeps; None where SQL cannot say the same (then the rows are read).
 
-        A word is a substring of the row's search text (``instr``: the text and the word are lower-cased by Python
-        both, so the bytes match as the cached rows' do), found through the text index when it has three characters
-        or more (the index only narrows; ``instr`` decides). Words the outcome and verdict words could match, and
-        words the labels name, are left to the cached rows."""
+        A word is a substring of the row's search text (the text and the word are lower-cased by Python both, so the
+        bytes match as the cached rows' do): see :meth:`_word_conds`. Words the outcome and verdict words could match,
+        and words the labels name, are left to the cached rows."""
         f = dict(filters or {})
         label_refs = f.get("label_refs") or {}
+        words = text.lower().split()
+        if any(label_refs.get(word) or any(word in fact for fact in FACT_WORDS) for word in words):
+            return None
+        filtered = _filter_conds(f)
+        if filtered is None:
+            return None
+        conds, args, scores = filtered
+        contains = [_contains(word) for word in words]
+        read = " AND ".join([*conds, *(cond for cond, _ in contains)]) or "1"
+        read_args = (*args, *(arg for _, arg in contains))
+        if not words or f.get("success", "unknown") not in (None, "unknown"):
+            # A known outcome's rows are read from its index, which holds their search text (migration 17): the
+            # words are looked for there, where the text index would add a list of its rows to look each up in.
+            return _Selection(read, read_args, scores, None, read, read_args)
+        found, found_args, match = self._word_conds(conn, words)
+        where = " AND ".join([*found, *conds])
+        if not conds:  # a walk reads the rows only for the words: the text index spares it that
+            return _Selection(where, tuple(found_args), scores, match if found == [_MATCHED] else None, where,
+                              tuple(found_args))
+        return _Selection(where, (*found_args, *args), scores, None, read, read_args)
+
+    def _word_conds(self, conn: sqlite3.Connection, words: list[str]) -> tuple[list[str], list[Any], str | None]:
+        """The conditions that keep the rows whose search text holds every word, their arguments, and the text
+        index's ``MATCH`` argument among them (None: none).
+
+        A word of three characters or more is found through the text index (its phrases side by side: every one
+        must occur). For a printable ASCII word what the index names is the answer: a row's trigrams that spell the
+        word one after the other are the word (SQLite's trigram tokenizer reads these characters as they are, and a
+        search text holds no NUL, where it would stop: see :meth:`_unit_rows`). Any other word is looked for in the
+        text itself (:func:`_contains`): a shorter one in every row's text (read from the outcome's index, which
+        holds it and is narrower than the rows: migration 17), a longer one in the rows the index names (it only
+        narrows: its tokenizer reads U+FFFF as U+FFFD), one holding a NUL (which no text holds, and FTS5 cannot be
+        asked) in every row's text."""
         conds: list[str] = []
         args: list[Any] = []
-        indexed: list[str] = []
-        for word in text.lower().split():
-            if label_refs.get(word) or any(word in fact for fact in FACT_WORDS):
-                return None
-            if len(word) >= _TRIGRAM and self._text_index(conn):
-                indexed.append(_phrase(word))
-            conds.append("instr(t.search, ?) > 0")
-            args.append(word)
-        if indexed:  # phrases side by side: every one must occur
-            conds.insert(0, f"t.rowid IN (SELECT rowid FROM {_TEXT_INDEX} WHERE {_TEXT_INDEX} MATCH ?)")
-            args.insert(0, " ".join(indexed))
-        scores = False
-        if f.get("format") is not None:
-            fmts = [f["format"]] if isinstance(f["format"], str) else list(f["format"])
-            if not all(isinstance(x, str) for x in fmts):
-                return None
-            conds.append(f"t.format IN ({', '.join('?' * len(fmts))})")
-            args += fmts
-        if "success" in f:
-            s = f["success"]
-            if s is None or s == "unknown":
-                conds.append("t.success IS NULL AND t.error IS NULL")
-            else:
-                conds.append(_true("t.success") if s else _false("t.success"))
-        if f.get("has_error") is not None:
-            conds.append("t.error IS NOT NULL" if f["has_error"] else "t.error IS NULL")
-        if f.get("task") is not None:
-            if not isinstance(f["task"], str):
-                return None
-            conds.append("t.task = ?")
-            args.append(f["task"])
-        for name, cond in (("min_p_success", "s.p_success >= ?"), ("max_p_success", "s.p_success <= ?"),
-                           ("min_p_harm", "s.p_harm >= ?")):
-            if f.get(name) is not None:
-                conds.append(cond)
-                args.append(float(f[name]))
-                scores = True
-        if f.get("scored") is not None:  # a score always says whether it is unknown (never NULL): any score will do
-            conds.append("t.ref IN (SELECT key FROM scores)" if f["scored"]
-                         else "(t.ref IS NULL OR t.ref NOT IN (SELECT key FROM scores))")
-        if f.get("harmful") is not None:
-            h = f["harmful"]
-            conds.append(_HARM_WHERE[HARM_CODES[h if isinstance(h, str) else bool(h)]])  # checked: check_filters
-            scores = True
-        return " AND ".join(conds) or "1", tuple(args), scores
+        phrases: list[str] = []
+        for word in words:
+            if len(word) >= _TRIGRAM and "\x00" not in word and self._text_index(conn):
+                phrases.append(_phrase(word))
+                if word.isascii() and word.isprintable():
+                    continue
+            cond, arg = _contains(word)
+            conds.append(cond)
+            args.append(arg)
+        if not phrases:
+            return conds, args, None
+        match = " ".join(phrases)
+        return [_MATCHED, *conds], [match, *args], match
 
     def _text_index(self, conn: sqlite3.Connection) -> bool:
         """Whether the catalog has its text index (migration 16 applied where SQLite has the trigram tokenizer)."""
@@ -1147,66 +1162,64 @@ class Catalog:
                 self._busy -= 1
 
     def _cold_selection(self, conn: sqlite3.Connection, text: str,
-                        filters: dict[str, Any] | None) -> tuple[str, tuple[Any, ...], bool, dict[str, Any]] | None:
+                        filters: dict[str, Any] | None) -> tuple[_Selection, dict[str, Any]] | None:
         """:meth:`_cold_where` and what is known of its rows at this version (kept for the next call)."""
-        where = self._cold_where(conn, text, filters)
-        if where is None:
+        sel = self._cold_where(conn, text, filters)
+        if sel is None:
             return None
-        key = (self._token(conn)[0], *where)
+        key = (self._token(conn)[0], *sel)
         known = self._cold.get(key)
         if known is None:
             with self._lock:
                 if len(self._cold) >= _COLD_KEPT:
                     self._cold.pop(next(iter(self._cold)), None)
                 known = self._cold.setdefault(key, {})
-        return (*where, known)
+        return sel, known
 
     def _cold_count(self, conn: sqlite3.Connection, text: str, filters: dict[str, Any] | None) -> int | None:
-        """:meth:`count` in SQL (None where it cannot be: see :meth:`_cold_where`), with whether the instructions it
-        keeps sort by NOCASE as by casefold (the library's default order, asked next)."""
+        """:meth:`count` in SQL (None where it cannot be: see :meth:`_cold_where`)."""
         got = self._cold_selection(conn, text, filters)
         if got is None:
             return None
-        where, args, scores, known = got
+        with self._answering():
+            return self._selected(conn, *got)
+
+    @staticmethod
+    def _selected(conn: sqlite3.Connection, sel: _Selection, known: dict[str, Any]) -> int:
+        """How many rows ``sel`` keeps (kept in ``known``): counted in the text index alone where its rows are the
+        selection (the rows themselves are not read)."""
         if "count" not in known:
-            with self._answering():
-                n, odd = conn.execute(
-                    f"SELECT COUNT(*), IFNULL(MAX({_odd_case('t.instruction')}), 0) FROM trajectories t "
-                    f"{_JOIN if scores else ''} WHERE {where}", args).fetchone()
-            known.update(count=int(n), odd_instruction=bool(odd))
+            if sel.match is not None:
+                got = conn.execute(f"SELECT COUNT(*) FROM {_TEXT_INDEX} WHERE {_TEXT_INDEX} MATCH ?", (sel.match,))
+            else:
+                got = conn.execute(f"SELECT COUNT(*) FROM trajectories t {_JOIN if sel.scores else ''} "
+                                   f"WHERE {sel.where}", sel.args)
+            known["count"] = int(got.fetchone()[0])
         return int(known["count"])
 
     def _cold_query(self, conn: sqlite3.Connection, text: str, filters: dict[str, Any] | None, order_by: str,
                     descending: bool, limit: int | None, offset: int) -> list[CatalogRow] | None:
         """:meth:`query` in SQL, or None where SQL cannot give exactly what the cached rows would (see
-        :meth:`_cold_where`). The page's row ids first (the sort carries no more), then its rows. A text column whose
-        kept values SQLite's NOCASE would order otherwise than ``str.casefold`` (a letter beyond ASCII that has a
-        case) is sorted here (:meth:`_casefold_page`)."""
+        :meth:`_cold_where`). The page's row ids first (the sort carries no more: walked in the column's order or
+        sorted, see :meth:`_walks`), then its rows. A text column whose kept values SQLite's NOCASE would order
+        otherwise than ``str.casefold`` (a letter beyond ASCII that has a case) is sorted here
+        (:meth:`_casefold_page`)."""
         got = self._cold_selection(conn, text, filters)
         if got is None:
             return None
-        where, args, scores, known = got
-        field_sql = _SCORE_FIELDS.get(order_by, f"t.{order_by}")
-        scores = scores or order_by in _SCORE_FIELDS
-        join = _JOIN if scores else ""
+        sel, known = got
+        if known.get("count") == 0:
+            return []
         with self._answering():
-            odd = False
-            if order_by in _TEXT_FIELDS and order_by != "key":
-                if f"odd_{order_by}" not in known:
-                    known[f"odd_{order_by}"] = bool(conn.execute(
-                        f"SELECT EXISTS (SELECT 1 FROM trajectories t {join} WHERE {where} AND "
-                        f"{_odd_case(field_sql)})", args).fetchone()[0])
-                odd = bool(known[f"odd_{order_by}"])
-            if odd:
-                ids = self._casefold_page(conn, where, args, join, field_sql, descending, limit, offset)
-                if ids is None:
+            if self._odd(conn, sel, known, order_by):
+                got_ids = self._casefold_page(conn, sel, f"t.{order_by}", descending, limit, offset)
+                if got_ids is None:
                     return None
-            elif order_by in _TEXT_FIELDS and order_by != "key":
-                ids = self._text_page(conn, where, args, join, field_sql, descending, limit, offset)
+                ids = got_ids
+            elif order_by != "key" and (walk := self._walks(conn, sel, known, order_by, limit, offset)) is not False:
+                ids = self._value_page(conn, sel, order_by, descending, limit, offset, walk)
             else:
-                ids = [i for (i,) in conn.execute(
-                    f"SELECT t.rowid FROM trajectories t {join} WHERE {where} ORDER BY {_order(order_by, descending)}"
-                    " LIMIT ? OFFSET ?", (*args, -1 if limit is None else limit, offset))]
+                ids = self._sorted_page(conn, sel, order_by, descending, limit, offset)
             if not ids:
                 return []
             found = {r[0]: _new_row(r[1:]) for r in conn.execute(
@@ -1214,33 +1227,83 @@ class Catalog:
                 "WHERE t.rowid IN (SELECT value FROM json_each(?))", (json.dumps(ids),))}
         return [found[i] for i in ids]
 
+    def _odd(self, conn: sqlite3.Connection, sel: _Selection, known: dict[str, Any], order_by: str) -> bool:
+        """Whether the selection holds a value of ``order_by`` that SQLite's NOCASE orders otherwise than
+        ``str.casefold`` (kept in ``known``): only a text column sorted ignoring case may (not the key), and an
+        instruction only where not every instruction is ASCII (:meth:`_ascii_instructions`)."""
+        if order_by == "key" or order_by not in _TEXT_FIELDS or (
+                order_by == "instruction" and self._ascii_instructions(conn)):
+            return False
+        if f"odd_{order_by}" not in known:
+            known[f"odd_{order_by}"] = bool(conn.execute(
+                f"SELECT EXISTS (SELECT 1 FROM trajectories t {_JOIN if sel.scores else ''} WHERE {sel.where} AND "
+                f"{_odd_case(f't.{order_by}')})", sel.args).fetchone()[0])
+        return bool(known[f"odd_{order_by}"])
+
     @staticmethod
-    def _text_page(conn: sqlite3.Connection, where: str, args: tuple[Any, ...], join: str, column: str,
-                   descending: bool, limit: int | None, offset: int) -> list[int]:
-        """The row ids of a page sorted by a text column by NOCASE: the rows with a value, then (when the page
-        reaches past them) those without, by key. Asked apart, so a column with a NOCASE index (the instruction) is
-        read in its order and the read stops at the page's end: 0.3 ms where sorting every kept row takes 50."""
+    def _walks(conn: sqlite3.Connection, sel: _Selection, known: dict[str, Any], order_by: str, limit: int | None,
+               offset: int) -> bool | None:
+        """How a page sorted by ``order_by`` finds its rows: walking the column's index in its order and stopping at
+        the page's end (True), or from what the selection is found by (the text index, a filter's index), sorted
+        (False). Walking looks at about ``(offset + limit) * rows / selected`` rows; sorting reads each selected row
+        after finding the selection, which costs more (of 100,500 runs, a word and two filters keep 4,481: their
+        first page by duration takes 23 ms sorted, 10 ms walked), so walking wins up to :data:`_WALK_MORE` times as
+        many rows. SQLite, which knows neither number, would walk the instruction index through most of a rare
+        word's library, or sort every row a common filter keeps. None: SQLite chooses, where nothing is selected (it
+        walks the index, when the column has one)."""
+        if sel.where == "1":
+            return None
+        if order_by not in _ORDER_INDEXES or limit is None:
+            return False
+        selected = Catalog._selected(conn, sel, known)
+        if "rows" not in known:
+            known["rows"] = int(conn.execute("SELECT COUNT(*) FROM trajectories").fetchone()[0])
+        return (offset + limit) * known["rows"] <= _WALK_MORE * selected * selected
+
+    @staticmethod
+    def _sorted_page(conn: sqlite3.Connection, sel: _Selection, order_by: str, descending: bool, limit: int | None,
+                     offset: int) -> list[int]:
+        """The row ids of a page of the selection sorted (in one pass: no index gives :func:`_order`'s terms, so
+        SQLite finds the selection as it finds it best, then sorts it)."""
+        join = _JOIN if sel.scores or order_by in _SCORE_FIELDS else ""
+        return [i for (i,) in conn.execute(
+            f"SELECT t.rowid FROM trajectories t {join} WHERE {sel.where} ORDER BY {_order(order_by, descending)} "
+            "LIMIT ? OFFSET ?", (*sel.args, -1 if limit is None else limit, offset))]
+
+    @staticmethod
+    def _value_page(conn: sqlite3.Connection, sel: _Selection, order_by: str, descending: bool, limit: int | None,
+                    offset: int, walk: bool | None) -> list[int]:
+        """The row ids of a page sorted by a column (a text by NOCASE): the rows with a value, then (when the page
+        reaches past them) those without, by key. Asked apart, so a column with an index (the instruction, the
+        duration) is read in its order and the read stops at the page's end: 0.3 ms where sorting every kept row
+        takes 50. ``walk`` (see :meth:`_walks`): True, the column's index is walked (named: SQLite would not always
+        choose it); None, SQLite chooses (nothing is selected)."""
+        column = _SCORE_FIELDS.get(order_by, f"t.{order_by}")
+        join = _JOIN if sel.scores or order_by in _SCORE_FIELDS else ""
+        table = f"trajectories t INDEXED BY {_ORDER_INDEXES[order_by]}" if walk else "trajectories t"
+        where, args = (sel.walk_where, sel.walk_args) if walk else (sel.where, sel.args)
+        value = f"{column}{' COLLATE NOCASE' if order_by in _TEXT_FIELDS else ''}"
         present = f"{column} IS NOT NULL AND {column} != ''"
         ids = [i for (i,) in conn.execute(
-            f"SELECT t.rowid FROM trajectories t {join} WHERE {where} AND {present} ORDER BY {column} COLLATE NOCASE"
+            f"SELECT t.rowid FROM {table} {join} WHERE {where} AND {present} ORDER BY {value}"
             f"{' DESC' if descending else ''}, t.key LIMIT ? OFFSET ?", (*args, -1 if limit is None else limit,
                                                                          offset))]
         if limit is not None and len(ids) >= limit:
             return ids
         before = offset + len(ids) if ids else conn.execute(
-            f"SELECT COUNT(*) FROM trajectories t {join} WHERE {where} AND {present}", args).fetchone()[0]
+            f"SELECT COUNT(*) FROM trajectories t {join} WHERE {sel.where} AND {present}", sel.args).fetchone()[0]
         return ids + [i for (i,) in conn.execute(
-            f"SELECT t.rowid FROM trajectories t {join} WHERE {where} AND NOT ({present}) ORDER BY t.key "
-            "LIMIT ? OFFSET ?", (*args, -1 if limit is None else limit - len(ids), max(0, offset - before)))]
+            f"SELECT t.rowid FROM trajectories t {join} WHERE {sel.where} AND NOT ({present}) ORDER BY t.key "
+            "LIMIT ? OFFSET ?", (*sel.args, -1 if limit is None else limit - len(ids), max(0, offset - before)))]
 
     @staticmethod
-    def _casefold_page(conn: sqlite3.Connection, where: str, args: tuple[Any, ...], join: str, column: str,
-                       descending: bool, limit: int | None, offset: int) -> list[int] | None:
+    def _casefold_page(conn: sqlite3.Connection, sel: _Selection, column: str, descending: bool, limit: int | None,
+                       offset: int) -> list[int] | None:
         """The row ids of a page sorted by a text column as the cached rows sort it (``str.casefold``, stable over
         the key order, missing values last by key), sorted here: the selection's values are read, at most
         :data:`_CASEFOLD_ROWS` of them (None for more: the rows are read instead)."""
-        values = conn.execute(f"SELECT t.rowid, {column} FROM trajectories t {join} WHERE {where} ORDER BY t.key "
-                              "LIMIT ?", (*args, _CASEFOLD_ROWS + 1)).fetchall()
+        values = conn.execute(f"SELECT t.rowid, {column} FROM trajectories t {_JOIN if sel.scores else ''} "
+                              f"WHERE {sel.where} ORDER BY t.key LIMIT ?", (*sel.args, _CASEFOLD_ROWS + 1)).fetchall()
         if len(values) > _CASEFOLD_ROWS:
             return None
         present = [(i, str(v).casefold()) for i, v in values if v is not None and v != ""]
@@ -1675,6 +1738,88 @@ def _paced(cursor: sqlite3.Cursor, pause: Callable[[], None]) -> Iterator[tuple[
             return
         yield from chunk
         pause()
+
+
+class _Selection(NamedTuple):
+    """A query's search and filters in SQL (:meth:`Catalog._cold_where`).
+
+    Attributes:
+        where: the ``WHERE`` clause, over ``trajectories t`` (and ``latest_scores s`` when ``scores``).
+        args: its arguments.
+        scores: it reads the latest score.
+        match: the text index's ``MATCH`` argument when the rows it names are the selection, nothing else asked.
+        walk_where: the same rows as a walk of an index in a column's order finds them best (see
+            :meth:`Catalog._walks`): where a filter reads each row it passes, the words are looked for in that row's
+            text (a few microseconds) rather than in the text index (milliseconds for a common word, asked first).
+        walk_args: its arguments.
+    """
+
+    where: str
+    args: tuple[Any, ...]
+    scores: bool
+    match: str | None
+    walk_where: str
+    walk_args: tuple[Any, ...]
+
+
+def _filter_conds(f: dict[str, Any]) -> tuple[list[str], list[Any], bool] | None:
+    """The conditions over ``trajectories t`` and ``latest_scores s`` that keep the rows the filters ``f`` keep
+    (see :meth:`Catalog.query`), their arguments, and whether they read the latest score; None where SQL cannot say
+    the same (a format or task that is not a text)."""
+    conds: list[str] = []
+    args: list[Any] = []
+    scores = False
+    if f.get("format") is not None:
+        fmts = [f["format"]] if isinstance(f["format"], str) else list(f["format"])
+        if not all(isinstance(x, str) for x in fmts):
+            return None
+        conds.append(f"t.format IN ({', '.join('?' * len(fmts))})")
+        args += fmts
+    if "success" in f:
+        s = f["success"]
+        if s is None or s == "unknown":
+            conds.append("t.success IS NULL AND t.error IS NULL")
+        else:
+            conds.append(_true("t.success") if s else _false("t.success"))
+    if f.get("has_error") is not None:
+        conds.append("t.error IS NOT NULL" if f["has_error"] else "t.error IS NULL")
+    if f.get("task") is not None:
+        if not isinstance(f["task"], str):
+            return None
+        conds.append("t.task = ?")
+        args.append(f["task"])
+    for name, cond in (("min_p_success", "s.p_success >= ?"), ("max_p_success", "s.p_success <= ?"),
+                       ("min_p_harm", "s.p_harm >= ?")):
+        if f.get(name) is not None:
+            conds.append(cond)
+            args.append(float(f[name]))
+            scores = True
+    if f.get("scored") is not None:  # a score always says whether it is unknown (never NULL): any score will do
+        # EXISTS, not IN: with the outcome's index on (success, ref, ...), SQLite would walk the list of every scored
+        # key and look each up in it, and with a second IN list (the text index's rows) every pair of the two.
+        conds.append(_SCORED if f["scored"] else f"(t.ref IS NULL OR NOT {_SCORED})")
+    if f.get("harmful") is not None:
+        h = f["harmful"]
+        conds.append(_HARM_WHERE[HARM_CODES[h if isinstance(h, str) else bool(h)]])  # checked: check_filters
+        scores = True
+    return conds, args, scores
+
+
+# A row the text index names for the MATCH argument (see Catalog._word_conds); a row with a score.
+_MATCHED = f"t.rowid IN (SELECT rowid FROM {_TEXT_INDEX} WHERE {_TEXT_INDEX} MATCH ?)"
+_SCORED = "EXISTS (SELECT 1 FROM scores WHERE scores.key = t.ref)"
+
+
+def _contains(word: str) -> tuple[str, str]:
+    """SQL: the row's search text holds ``word``, and its argument: ``LIKE`` (a third faster than ``instr`` over
+    every row's text: it skips to the word's first letter in C), which asks exactly that here. Its ``%`` and ``_``
+    are escaped, and it folds only ASCII capitals, which neither holds (both are lower-cased by Python); it stops
+    at a NUL, which no search text holds (see Catalog._unit_rows), so a word holding one (FTS5 and ``LIKE`` would
+    cut it short) is looked for with ``instr``, and found nowhere."""
+    if "\x00" in word:
+        return "instr(t.search, ?) > 0", word
+    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return "t.search LIKE ? ESCAPE '\\'", f"%{escaped}%"
 
 
 def _phrase(word: str) -> str:
