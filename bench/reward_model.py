@@ -76,7 +76,8 @@ def main() -> int:
             if last is not None and last.tokens_total:
                 fig.add(f"tokens_kept_{tag}", last.tokens_kept / last.tokens_total * 100, "%")
     wdir = Path(args.model) if args.model else WEIGHTS_DIR
-    sizes = {n: (wdir / n).stat().st_size for n in ("model.onnx", "pointer.onnx") if (wdir / n).is_file()}
+    sizes = {n: (wdir / n).stat().st_size for n in ("model.onnx", "pointer.onnx", "trees.onnx", "harm.onnx")
+             if (wdir / n).is_file()}
     sizes["reader"] = Path(model.perceiver.reader.path).stat().st_size
     for n, b in sizes.items():
         fig.add(f"size_{n}", b / 1e6, "MB")

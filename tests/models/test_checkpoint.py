@@ -35,7 +35,7 @@ def test_the_shipped_weights_load_through_the_checkpoint_and_score_alike_once_sa
     ck = Checkpoint.load(WEIGHTS_DIR)
     assert ck.format == FORMAT and ck.state_dict is None
     assert ck.perception == PerceptionConfig() and ck.net == ModelConfig()  # the shipped recipe
-    assert ck.pointer == WEIGHTS_DIR / "pointer.onnx"
+    assert ck.pointer == WEIGHTS_DIR / "pointer.onnx" and ck.trees == WEIGHTS_DIR / "trees.onnx"
     assert ck.versions["sprite"] == POINTER_VERSION
     assert ck.ood.summary_range is not None and ck.ood.summary_range.aspect is not None
     assert ck.threshold == json.loads((WEIGHTS_DIR / "model.json").read_text())["threshold"]
@@ -44,9 +44,9 @@ def test_the_shipped_weights_load_through_the_checkpoint_and_score_alike_once_sa
     shutil.copytree(WEIGHTS_DIR, copy)
     ck.save(copy / "model.json")
     stored = json.loads((copy / "model.json").read_text())
-    assert stored["format"] == FORMAT and stored["pointer"] == "pointer.onnx"
+    assert stored["format"] == FORMAT and stored["pointer"] == "pointer.onnx" and stored["trees"] == "trees.onnx"
     again = Checkpoint.load(copy)
-    assert again == replace(ck, pointer=copy / "pointer.onnx") and again.format == FORMAT  # every field kept
+    assert again == replace(ck, pointer=copy / "pointer.onnx", trees=copy / "trees.onnx") and again.format == FORMAT
 
     traj = native.load(_run(samples, "login-user-swapped-fields"))
     for backend in ("onnx", "torch"):
