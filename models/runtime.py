@@ -108,7 +108,15 @@ def _trees(path: Path | None, what: str) -> RunTrees | None:
         return None
     if not path.is_file():
         raise ModelLoadError(f"{path}: file not found ({what})")
-    return RunTrees(path)
+    return _readable(path, what, lambda: RunTrees(path))
+
+
+def _readable(path: Path, what: str, make: Any) -> Any:
+    """``make()``, with an ONNX file onnxruntime cannot read reported as a :class:`ModelLoadError` naming it."""
+    try:
+        return make()
+    except Exception as exc:  # onnxruntime's own errors (InvalidProtobuf, Fail, ...) derive from Exception alone
+        raise ModelLoadError(f"{path}: {what} cannot be read: {str(exc).splitlines()[0][:200]}") from exc
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -160,7 +168,7 @@ class RewardModel:
             onnx_path = p / "model.onnx"
             if not onnx_path.is_file():
                 raise ModelLoadError(f"{onnx_path}: file not found")
-            impl: Any = _OnnxBackend(onnx_path, threads)
+            impl: Any = _readable(onnx_path, "the network", lambda: _OnnxBackend(onnx_path, threads))
         else:
             impl = _TorchBackend(ck.state_dict or {}, ck.net, threads)
         perceiver = Perceiver(PointerDetector(ck.pointer, threads=threads), TextReader(threads=threads),

@@ -111,10 +111,17 @@ def test_scoring_averages_the_network_and_the_trees(tiny_weights, weights_with_t
     assert scored.first_error_step == net.first_error_step or scored.success  # the step comes from the network
 
 
-def test_weights_that_name_missing_trees_are_refused_by_name(weights_with_trees):
+def test_weights_that_name_missing_or_broken_trees_are_refused_by_name(weights_with_trees, capsys):
+    (weights_with_trees / "trees.onnx").write_bytes(b"not a model")
+    with pytest.raises(ModelLoadError, match="trees.onnx: the run trees cannot be read"):
+        RewardModel.load(weights_with_trees)
     (weights_with_trees / "trees.onnx").unlink()
     with pytest.raises(ModelLoadError, match="trees.onnx: file not found"):
         RewardModel.load(weights_with_trees)
+    (weights_with_trees / "model.onnx").write_bytes(b"\x00" * 64)
+    rc = main(["score", str(weights_with_trees.parent), "--model", str(weights_with_trees)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc != 0 and len(err) == 1 and "model.onnx: the network cannot be read" in err[0], err
 
 
 def test_train_fits_the_trees_and_trees_only_adds_them_to_a_run_without(samples, tmp_path, capsys):
