@@ -103,7 +103,7 @@ def _to_onnx(model: Any, n_features: int) -> bytes:
 
 
 def _sigmoid(x: Any) -> Any:
-    return 1.0 / (1.0 + np.exp(-np.asarray(x, np.float64)))
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, np.float64)))  # no overflow for large |x|
 
 
 class RunTrees:
