@@ -5,10 +5,10 @@
 the epoch with the best validation loss, then on validation fits the calibration of p_success (Platt scaling of
 the logit), the decision threshold, and the out-of-distribution reference (Mahalanobis distance of the CLS
 embedding and run summary, scaled by its 99th percentile on validation). Beside the network it fits the run trees
-(:mod:`models.trees`) on the training runs' run features, and chooses the threshold for the mean of the two
-probabilities. The run folder gets ``checkpoint.pt`` (:class:`models.checkpoint.Checkpoint`, with the pointer
-detector copied beside it so the folder can move), ``trees.onnx`` and ``train_log.json``; ``rollscope export-onnx``
-turns it into shippable weights.
+(:mod:`models.trees`) on the training runs' run features, calibrates the mean of the two probabilities on
+validation, and decides at 0.5. The run folder gets ``checkpoint.pt`` (:class:`models.checkpoint.Checkpoint`, with
+the pointer detector copied beside it so the folder can move), ``trees.onnx`` and ``train_log.json``;
+``rollscope export-onnx`` turns it into shippable weights.
 """
 
 from __future__ import annotations
@@ -344,7 +344,7 @@ def _fit_trees(net: RewardNet, cal: Calibration, train_recs: list[Record], val_r
 def add_trees(args: TrainArgs, log: Callable[[str], None] = print,
               progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Fit the run trees of a run trained without them (``rollscope train --trees-only``): its network unchanged,
-    the trees fitted on its dataset's training split, the threshold chosen again on validation for the mean.
+    the trees fitted on its dataset's training split, the mean's calibration on validation, the threshold 0.5.
 
     Raises:
         ModelLoadError: no checkpoint in ``args.out``.
