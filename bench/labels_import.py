@@ -1,8 +1,8 @@
 """``rollscope labels import`` of a large labels file: time, rows per second, peak memory and lines printed.
 
-A labels file of N rows in the shape ``rollscope export --format csv`` (or ``jsonl``) writes is generated (one row
-per trajectory: verdict, taxonomy labels, root-cause step, evidence, notes, confidence, cascading steps on some
-failures), then imported into a fresh store by the real command in a process of its own, into a library whose
+A labels file of N rows in the shape ``rollscope export --format csv`` (or ``jsonl``, ``parquet``) writes is generated
+(one row per trajectory: verdict, taxonomy labels, root-cause step, evidence, notes, confidence, cascading steps on
+some failures), then imported into a fresh store by the real command in a process of its own, into a library whose
 catalog is empty (as a library scanned before its runs were copied in): every row names a trajectory the catalog
 does not know, the case that once printed one note per row.
 
@@ -14,7 +14,7 @@ Figures (``name: value unit`` lines, or one JSON object with ``--json``):
     import_peak_rss_mb    that process's peak resident memory
     import_stderr_lines   lines it printed on stderr (notes and errors)
 
-Usage: ``bench/labels_import.py [--quick] [--json] [--rows N] [--format csv|jsonl] [--code CHECKOUT]`` (default
+Usage: ``bench/labels_import.py [--quick] [--json] [--rows N] [--format csv|jsonl|parquet] [--code CHECKOUT]`` (default
 1,000,000 rows; quick: 20,000). ``--code`` times another checkout's import on the same file, e.g. the commit before a
 change: ``git archive HEAD | tar -x -C /tmp/before && bench/labels_import.py --code /tmp/before``.
 
@@ -44,40 +44,33 @@ LABELS = ["computer_use:input.typo", "computer_use:grounding.wrong_element", "co
 
 
 def generate(path: Path, n: int, fmt: str, seed: int = 0) -> None:
-    """``n`` rows of an export of ``fmt`` (csv: list columns as JSON text, every text cell quoted)."""
-    import polars as pl
+    """``n`` rows of an export of ``fmt``, written by the export's own writer (csv: list columns as JSON text, every
+    text cell quoted)."""
+    from gui_app.core.annotation.export import SCHEMA, Table, write_table
 
     rng = random.Random(seed)
     fail = [rng.random() < 0.6 for _ in range(n)]
     steps = [rng.randrange(12) if f else None for f in fail]
-    labels = [sorted(rng.sample(LABELS, rng.randint(1, 2))) if f else [] for f in fail]
-    df = pl.DataFrame({
+    cols = {
         "trajectory_id": [f"results/run-{i:07d}" for i in range(n)],
         "annotator": ["ann"] * n,
         "role": ["annotator"] * n,
         "verdict": ["failure" if f else "success" for f in fail],
-        "labels": labels,
+        "labels": [sorted(rng.sample(LABELS, rng.randint(1, 2))) if f else [] for f in fail],
         "root_cause_step": steps,
         "evidence": [f"step {s} typed the wrong value" if s is not None else None for s in steps],
         "cascading": [[{"step": s + 1, "effect": "form rejected"}] if s is not None and s % 3 == 0 else []
                       for s in steps],
         "notes": [None if i % 4 else f"checked twice, batch {i % 97}" for i in range(n)],
         "confidence": [round(rng.random(), 2) for _ in range(n)],
-    }, schema_overrides={"root_cause_step": pl.Int64})
-    if fmt == "jsonl":
-        df.write_ndjson(path)
-        return
-    import json
-
-    flat = df.with_columns([pl.Series(c, [json.dumps(v) for v in df[c].to_list()], dtype=pl.Utf8)
-                            for c in ("labels", "cascading")])
-    flat.write_csv(path, quote_style="non_numeric")
+    }
+    write_table(Table(cols, {k: SCHEMA[k] for k in cols}), path, fmt)
 
 
 def main() -> int:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=None, help="rows in the file (default 1,000,000; --quick 20,000)")
-    p.add_argument("--format", dest="fmt", choices=("csv", "jsonl"), default="csv")
+    p.add_argument("--format", dest="fmt", choices=("csv", "jsonl", "parquet"), default="csv")
     p.add_argument("--code", type=Path, default=REPO,
                    help="the Rollscope checkout whose import is timed (default: this one; e.g. an older version "
                         "unpacked with git archive, for a before/after figure)")

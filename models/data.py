@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 
+from gui_app.core import parquet
 from gui_app.core.trajectory.formats import native
 from gui_app.core.atomic import publish_file
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError
@@ -49,8 +49,8 @@ _PERCEPT_ARRAYS = {"masks": np.bool_, "visual": np.uint8, "visual_pos": np.int64
 _MAX_PERCEPT_BYTES = 256 * 2**20  # a run's perception is a few hundred KB; more is not a cache file of ours
 
 
-def read_manifest(ds: str | Path) -> pl.DataFrame:
-    """The manifest with ``path`` made absolute.
+def read_manifest(ds: str | Path) -> list[dict[str, Any]]:
+    """The manifest's rows, ``path`` made absolute and the optional columns filled in.
 
     Raises:
         TrajectoryFormatError: no manifest, or a required column is missing.
@@ -59,18 +59,18 @@ def read_manifest(ds: str | Path) -> pl.DataFrame:
     file = ds / "manifest.parquet" if ds.is_dir() else ds
     if not file.is_file():
         raise TrajectoryFormatError(file, None, "no manifest.parquet (build the dataset first)")
-    df = pl.read_parquet(file)
+    schema, cols = parquet.read(file)
     for col in REQUIRED_COLUMNS:
-        if col not in df.columns:
+        if col not in schema:
             raise TrajectoryFormatError(file, col, "required column missing from the manifest")
     root = file.parent.resolve()
-    paths = [p if Path(p).is_absolute() else str(root / p) for p in df["path"].to_list()]
-    df = df.with_columns(pl.Series("path", paths))
+    n = len(cols["path"])
+    cols["path"] = [p if Path(p).is_absolute() else str(root / p) for p in cols["path"]]
     for col, default in (("task", ""), ("negative_kind", "none"), ("n_steps", 0), ("agent", ""),
                          ("style_family", "")):
-        if col not in df.columns:
-            df = df.with_columns(pl.lit(default).alias(col))
-    return df
+        cols.setdefault(col, [default] * n)
+    names = list(cols)
+    return [dict(zip(names, values, strict=True)) for values in zip(*cols.values(), strict=True)]
 
 
 def cache_key(pcfg: PerceptionConfig, pointer_path: str | Path) -> str:
@@ -260,7 +260,7 @@ def record_for(row: dict[str, Any], payload: dict[str, Any], use_log: bool = Tru
     return Record(row, ex, success, ff)
 
 
-def load_records(df: pl.DataFrame, cache_dir: str | Path, key: str,
+def load_records(rows: list[dict[str, Any]], cache_dir: str | Path, key: str,
                  progress: Callable[[int, int], None] | None = None, mode: str = "mix"
                  ) -> tuple[list[Record], list[str]]:
     """Records for every manifest row whose original was perceived; (records, skipped row errors).
@@ -269,7 +269,6 @@ def load_records(df: pl.DataFrame, cache_dir: str | Path, key: str,
     (one in four as a plain recording: :func:`video_only_row`)."""
     recs, errors = [], []
     payloads: dict[str, dict[str, Any]] = {}
-    rows = df.to_dicts()
     for i, row in enumerate(rows):
         src = row.get("source_path") or row["path"]
         try:
@@ -284,6 +283,6 @@ def load_records(df: pl.DataFrame, cache_dir: str | Path, key: str,
     return recs, errors
 
 
-def with_sources(df: pl.DataFrame) -> pl.DataFrame:
-    """Add ``source_path`` (the original episode of each row) to a manifest."""
-    return df.with_columns(pl.Series("source_path", [source_of(r) for r in df.select("path").to_dicts()]))
+def with_sources(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The manifest rows with ``source_path`` (the original episode of each row) added."""
+    return [{**r, "source_path": source_of(r)} for r in rows]

@@ -17,6 +17,7 @@ imported formats), per negative kind and per task.
 
 from __future__ import annotations
 
+import random
 import resource
 import time
 from collections import defaultdict
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from gui_app.core.trajectory.formats import native
 from gui_app.core.errors import RollscopeError
@@ -146,10 +146,10 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
     splits = tuple(splits)
     df = read_manifest(ds)
     model = RewardModel.load(model_dir)
-    df = df.filter(pl.col("split").is_in(list(splits)))
+    df = [r for r in df if r["split"] in splits]
     if limit is not None:
-        parts = [df.filter(pl.col("split") == s) for s in splits]
-        df = pl.concat([p.sample(n=min(limit, len(p)), seed=0) if len(p) > limit else p for p in parts])
+        parts = [[r for r in df if r["split"] == s] for s in splits]
+        df = [r for p in parts for r in (random.Random(0).sample(p, limit) if len(p) > limit else p)]
     key = None
     if cache is not None:
         from models.data import cache_key
@@ -158,7 +158,7 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
         key = cache_key(model.perceiver.cfg, model.perceiver.pointer.path)
     rows: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
-    todo = df.to_dicts()
+    todo = df
     warm = False
     misses = 0
     for i, row in enumerate(todo):

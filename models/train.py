@@ -194,8 +194,8 @@ def prepare(args: TrainArgs, log: Callable[[str], None] = print,
     cache = args.cache or str(Path(args.data) / ".perception")
     key = cache_key(pcfg, pointer)
     df = with_sources(read_manifest(args.data))
-    df = df.filter(df["split"].is_in(["train", "val"]))
-    errs = perceive_all(df["source_path"].to_list(), cache, key, pointer, pcfg, workers=args.workers,
+    df = [r for r in df if r["split"] in ("train", "val")]
+    errs = perceive_all([r["source_path"] for r in df], cache, key, pointer, pcfg, workers=args.workers,
                         progress=(lambda d, t: progress("perceive", d, t)) if progress else None)
     for ep, e in list(errs.items())[:5]:
         log(f"perception failed: {ep}: {e}")

@@ -37,10 +37,10 @@ _DESKTOP = ROOT / "packaging" / "rollscope.desktop"
 _ICON = ROOT / "packaging" / "rollscope.svg"
 _README = ROOT / "packaging" / "BUNDLE_README.md"
 # Libraries that ship with their symbol tables (the linker's ``.symtab``, not the dynamic symbols a loader reads) are
-# stripped after PyInstaller collected them (``strip --strip-unneeded``, :func:`_strip`): polars' runtime 178 -> 138
-# MB, Debian's libpython 23 -> 6 MB, PyAV's Cython modules 26 MB, and Python's, PyYAML's and ICU's own. A stripped
-# copy replaces a file only if the loader can still map it: strip misaligns numpy's OpenBLAS, which auditwheel's
-# patchelf rewrote, and that one stays as it was.
+# stripped after PyInstaller collected them (``strip --strip-unneeded``, :func:`_strip`): Debian's libpython 23 -> 6
+# MB, PyAV's Cython modules 26 MB, and Python's, PyYAML's and ICU's own. A stripped copy replaces a file only if the
+# loader can still map it: strip misaligns numpy's OpenBLAS, which auditwheel's patchelf rewrote, and that one stays
+# as it was.
 
 
 def _version() -> str:

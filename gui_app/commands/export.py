@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gui_app.commands.labels import add_store_arguments, open_catalog_from, open_store_from
 
-# gui_app.core.annotation.export.FORMATS, spelled out so that building the CLI parser does not import polars
+# gui_app.core.annotation.export.FORMATS, spelled out so that building the CLI parser does not import that module
 FORMATS = ("parquet", "jsonl", "csv", "hf", "sft", "whowhen")
 
 

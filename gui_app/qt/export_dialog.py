@@ -29,7 +29,7 @@ from gui_app.qt.workers import Job, Reporter, Runner
 if TYPE_CHECKING:
     from gui_app.core.annotation.export import ExportFilter, ExportResult
 
-# The core's export module (polars) is imported when an export is asked for, not with the window: the app paints its
+# The core's export module is imported when an export is asked for, not with the window: the app paints its
 # library before anything else.
 
 # format -> (what it is, file suffix; '' for a folder): one entry per core format (gui_app.core.annotation.export's

@@ -22,6 +22,7 @@ import json
 import os
 import random
 import shutil
+import csv
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gui_app.core import parquet
 from gui_app.core.trajectory.formats import native
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError
 from gui_app.core.trajectory.identity import trajectory_key
@@ -38,6 +40,13 @@ from gui_app.core.trajectory.model import Trajectory
 MANIFEST_COLUMNS = ("path", "id", "task", "seed", "instruction", "success", "first_error_step", "negative_kind",
                     "mistake_type", "split", "n_steps")
 SPLITS = ("train", "val", "test", "heldout_task")
+#: Every column the build writes, with its type.
+MANIFEST_SCHEMA: dict[str, parquet.ColumnType] = {
+    "path": "string", "id": "string", "task": "string", "seed": "int64", "instruction": "string", "success": "bool",
+    "first_error_step": "int64", "negative_kind": "string", "mistake_type": "string", "split": "string",
+    "n_steps": "int64", "abs_path": "string", "derived_from": "string", "episode": "int64", "raw_reward": "float64",
+    "label_source": "string", "original_instruction": "string", "agent": "string", "style_family": "string",
+    "recovered_step": "int64"}
 
 #: MiniWoB++ task types never trained on and never used to choose the recipe: they measure accuracy on unseen task
 #: types (see ``shared/REWARD_MODEL.md``). The recorders can record them (for evaluation); ``build_dataset`` puts
@@ -177,8 +186,6 @@ def build_dataset(root: str | Path | Sequence[str | Path], out: str | Path,
     Raises:
         DatasetError: no trajectories under ``root`` or a bad parameter.
     """
-    import polars as pl
-
     from gui_app.training import negatives as neg
 
     t0 = time.time()
@@ -276,41 +283,34 @@ def build_dataset(root: str | Path | Sequence[str | Path], out: str | Path,
             rows.append(_row(dtraj, target, ds, split_by_id[traj.id]))
             n_derived += 1
 
-    schema = {"path": pl.Utf8, "id": pl.Utf8, "task": pl.Utf8, "seed": pl.Int64, "instruction": pl.Utf8,
-              "success": pl.Boolean, "first_error_step": pl.Int64, "negative_kind": pl.Utf8,
-              "mistake_type": pl.Utf8, "split": pl.Utf8, "n_steps": pl.Int64, "abs_path": pl.Utf8,
-              "derived_from": pl.Utf8, "episode": pl.Int64, "raw_reward": pl.Float64, "label_source": pl.Utf8,
-              "original_instruction": pl.Utf8, "agent": pl.Utf8, "style_family": pl.Utf8,
-              "recovered_step": pl.Int64}
-    df = pl.DataFrame(rows, schema=schema, orient="row").sort("task", "split", "id")
+    rows.sort(key=lambda r: tuple((r[k] is not None, r[k] or "") for k in ("task", "split", "id")))
     manifest = ds / "manifest.parquet"
     tmp = ds / ".manifest.parquet.tmp"
-    df.write_parquet(tmp)
+    parquet.write(tmp, {k: [r.get(k) for r in rows] for k in MANIFEST_SCHEMA}, MANIFEST_SCHEMA)
     os.replace(tmp, manifest)  # readers polling for the manifest never see a half-written file
-    counts_df = counts_table(df)
-    counts_df.write_csv(ds / "counts.csv")
-    counts = counts_df.to_dicts()
-    result = BuildResult(out=str(ds), manifest_path=str(manifest), n_examples=df.height, n_source=len(sources),
+    counts = counts_table(rows)
+    with (ds / "counts.csv").open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, ["task", "split", "negative_kind", "label", "n"])
+        writer.writeheader()
+        writer.writerows(counts)
+    result = BuildResult(out=str(ds), manifest_path=str(manifest), n_examples=len(rows), n_source=len(sources),
                          n_derived=n_derived, counts=counts, warnings=warnings,
                          human_labels=sum(1 for r in rows if r["label_source"] == "human"),
                          seconds=time.time() - t0)
     (ds / "build.json").write_text(json.dumps({
         "root": str(root.resolve()), "holdout_tasks": sorted(holdout), "seed": seed, "negatives": kinds,
         "split": list(split), "rates": rates, **{k: v for k, v in result.to_dict().items() if k != "counts"},
-        "by_split": dict(Counter(df["split"].to_list())),
-        "by_kind": dict(Counter(df["negative_kind"].to_list())),
+        "by_split": dict(Counter(r["split"] for r in rows)),
+        "by_kind": dict(Counter(r["negative_kind"] for r in rows)),
     }, indent=1))
     return result
 
 
-def counts_table(df: Any) -> Any:
-    """Examples per task, split, negative kind and label (a polars DataFrame)."""
-    import polars as pl
-
-    return (df.with_columns(pl.when(pl.col("success")).then(pl.lit("success")).otherwise(pl.lit("failure"))
-                            .alias("label"))
-            .group_by("task", "split", "negative_kind", "label").agg(pl.len().alias("n"))
-            .sort("task", "split", "negative_kind", "label"))
+def counts_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Examples per task, split, negative kind and label (``success`` / ``failure``) of manifest rows, sorted."""
+    n = Counter((r["task"], r["split"], r["negative_kind"], "success" if r["success"] else "failure") for r in rows)
+    return [{"task": t, "split": s, "negative_kind": k, "label": lab, "n": c}
+            for (t, s, k, lab), c in sorted(n.items(), key=lambda kv: tuple(str(x) for x in kv[0]))]
 
 
 def format_counts(counts: list[dict[str, Any]]) -> str:

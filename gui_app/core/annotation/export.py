@@ -1,4 +1,4 @@
-"""Exports of human labels with polars, and label import.
+"""Exports of human labels, and label import.
 
 Formats:
     ``parquet`` / ``jsonl`` / ``csv``: one row per record (trajectory, annotator, role), joined with catalog
@@ -31,42 +31,45 @@ from __future__ import annotations
 import functools
 import gc
 import json
+import math
+import operator
 import os
 import re
 import stat
 import sys
 import tempfile
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import polars as pl
-
+from gui_app.core import parquet
 from gui_app.core.annotation.taxonomy import HARM_TAXONOMY
 from gui_app.core.store.record import SCALAR_FIELDS, Annotation, AnnotationError, Cascade, check_value, majority
 from gui_app.core.atomic import publish_file, publish_folder
-from gui_app.core.errors import RollscopeError
+from gui_app.core.errors import RollscopeError, TrajectoryFormatError
 from gui_app.core.safety import BadJSON, parse_json
 from gui_app.core.store.interface import AnnotationStore
 
 FORMATS = ("parquet", "jsonl", "csv", "hf", "sft", "whowhen")
 TABULAR = ("parquet", "jsonl", "csv")
 
-SCHEMA: dict[str, Any] = {
-    "trajectory_id": pl.Utf8, "annotator": pl.Utf8, "role": pl.Utf8, "verdict": pl.Utf8,
-    "labels": pl.List(pl.Utf8), "root_cause_step": pl.Int64, "root_cause_module": pl.Utf8,
-    "root_cause_error_type": pl.Utf8, "evidence": pl.Utf8, "correction_guidance": pl.Utf8,
-    "cascading": pl.List(pl.Struct({"step": pl.Int64, "effect": pl.Utf8})),
-    "step_comments": pl.List(pl.Struct({"step": pl.Int64, "comment": pl.Utf8})),
-    "notes": pl.Utf8, "confidence": pl.Float64, "time_spent": pl.Float64, "mistake_agent": pl.Utf8,
-    "created_at": pl.Float64, "updated_at": pl.Float64, "version": pl.Int64,
-    "harm_verdict": pl.Utf8, "harm_category": pl.Utf8, "harm_types": pl.List(pl.Utf8), "first_harmful_step": pl.Int64,
+_STR, _INT, _FLOAT = "string", "int64", "float64"
+SCHEMA: dict[str, parquet.ColumnType] = {
+    "trajectory_id": _STR, "annotator": _STR, "role": _STR, "verdict": _STR,
+    "labels": ("list", _STR), "root_cause_step": _INT, "root_cause_module": _STR,
+    "root_cause_error_type": _STR, "evidence": _STR, "correction_guidance": _STR,
+    "cascading": ("list", ("struct", {"step": _INT, "effect": _STR})),
+    "step_comments": ("list", ("struct", {"step": _INT, "comment": _STR})),
+    "notes": _STR, "confidence": _FLOAT, "time_spent": _FLOAT, "mistake_agent": _STR,
+    "created_at": _FLOAT, "updated_at": _FLOAT, "version": _INT,
+    "harm_verdict": _STR, "harm_category": _STR, "harm_types": ("list", _STR), "first_harmful_step": _INT,
 }
-CATALOG_SCHEMA: dict[str, Any] = {"key": pl.Utf8, "path": pl.Utf8, "instruction": pl.Utf8, "task": pl.Utf8,
-                                  "env_success": pl.Boolean, "p_success": pl.Float64}
+CATALOG_SCHEMA: dict[str, parquet.ColumnType] = {"key": _STR, "path": _STR, "instruction": _STR, "task": _STR,
+                                                 "env_success": "bool", "p_success": _FLOAT}
 
 SFT_PROMPT = ("<video>Task instruction: {instruction}\n"
               "The video shows a computer-use agent carrying out this task. Did it complete the task correctly? "
@@ -81,11 +84,11 @@ T = TypeVar("T")
 # follows), and one whose first character after blanks is a formula character, ASCII or full-width (Excel and
 # LibreOffice read ``＝1+1`` and `` =1+1`` as formulas). A cell starting with an apostrophe and then any of these (or
 # another apostrophe) gets one too, so that reading the file back (:func:`restore_csv_cell`) is exact. The blanks are
-# spelled out rather than ``\s``: the pattern runs in polars (Rust) on export and in Python on import, whose ``\s``
-# differ.
+# spelled out rather than ``\s``, whose meaning differs between regular-expression engines (the pattern once ran in
+# Rust on export as well).
 _BLANKS = " \t\n\r\f\v\u00a0\u3000"
 _FORMULA = f"[{_BLANKS}]*[=+\\-@\uff1d\uff0b\uff0d\uff20]|[\t\r\n]"
-_NEUTRALISE = re.compile(f"(?:{_FORMULA}|'(?:{_FORMULA}|'))")  # anchored by .match (polars: "^" added)
+_NEUTRALISE = re.compile(f"(?:{_FORMULA}|'(?:{_FORMULA}|'))")  # anchored by .match
 
 
 class ExportError(RollscopeError):
@@ -195,66 +198,64 @@ def _row_get(row: Any, name: str) -> Any:
     return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
 
 
-def frame(annotations: Iterable[Annotation], catalog: Mapping[str, Any] | None = None,
-          progress: Progress | None = None) -> pl.DataFrame:
-    """The records as a typed polars DataFrame (:data:`SCHEMA`, plus :data:`CATALOG_SCHEMA` when joined).
+@dataclass
+class Table:
+    """Typed columns of equal length: what every tabular export writes (:data:`SCHEMA`, plus :data:`CATALOG_SCHEMA`
+    when joined, plus ``split``). A list column holds a list per row (empty, never null), a struct a dict."""
 
-    List columns are built from flat (row, value) frames grouped by row: building nested Series from Python lists
-    of dicts costs about 100x more.
-    """
-    sets = ("labels", "harm_types")  # lists of strings
-    scalar = [n for n in SCHEMA if n not in (*sets, "cascading", "step_comments")]
-    cols: dict[str, list[Any]] = {name: [] for name in scalar}
-    cat_cols: dict[str, list[Any]] = {name: [] for name in CATALOG_SCHEMA} if catalog is not None else {}
-    set_flat: dict[str, tuple[list[int], list[str]]] = {name: ([], []) for name in sets}
-    cas: tuple[list[int], list[int], list[str]] = ([], [], [])
-    com: tuple[list[int], list[int], list[str]] = ([], [], [])
+    columns: dict[str, list[Any]]
+    schema: dict[str, parquet.ColumnType]
+
+    @property
+    def height(self) -> int:
+        return len(next(iter(self.columns.values()), []))
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        names = list(self.columns)
+        for values in zip(*self.columns.values(), strict=True):
+            yield dict(zip(names, values, strict=True))
+
+    def where(self, name: str, value: Any) -> Table:
+        """The rows whose column ``name`` equals ``value``."""
+        keep = [i for i, v in enumerate(self.columns[name]) if v == value]
+        return Table({k: [col[i] for i in keep] for k, col in self.columns.items()}, dict(self.schema))
+
+    def extend(self, other: Table) -> None:
+        for k, col in self.columns.items():
+            col.extend(other.columns[k])
+
+
+def frame(annotations: Iterable[Annotation], catalog: Mapping[str, Any] | None = None,
+          progress: Progress | None = None) -> Table:
+    """The records as a :class:`Table` (:data:`SCHEMA`, plus :data:`CATALOG_SCHEMA` when joined)."""
+    schema = {**SCHEMA, **(CATALOG_SCHEMA if catalog is not None else {})}
+    plain = [n for n in SCHEMA if n not in ("labels", "harm_types", "cascading", "step_comments")]
+    fields = operator.attrgetter(*plain)
+    rows: list[tuple[Any, ...]] = []  # one tuple per record, turned into columns at the end (zip, in C)
+    nested: list[tuple[Any, ...]] = []
+    cat_rows: list[tuple[Any, ...]] = []
+    cat_names = ["success" if name == "env_success" else name for name in CATALOG_SCHEMA]
     n = 0
-    for i, a in enumerate(annotations):
-        for name in scalar:
-            cols[name].append(getattr(a, name))
-        for name in sets:
-            for item in getattr(a, name):
-                set_flat[name][0].append(i)
-                set_flat[name][1].append(item)
-        for c in a.cascading:
-            cas[0].append(i)
-            cas[1].append(c.step)
-            cas[2].append(c.effect)
-        for step, text in sorted(a.step_comments.items()):
-            com[0].append(i)
-            com[1].append(step)
-            com[2].append(text)
+    for a in annotations:
+        rows.append(fields(a))
+        nested.append((list(a.labels), list(a.harm_types), [{"step": c.step, "effect": c.effect} for c in a.cascading],
+                       [{"step": step, "comment": text} for step, text in sorted(a.step_comments.items())]))
         if catalog is not None:
             row = catalog.get(a.trajectory_id)
-            for name in CATALOG_SCHEMA:
-                cat_cols[name].append(_row_get(row, "success" if name == "env_success" else name))
+            cat_rows.append(tuple(_row_get(row, name) for name in cat_names))
         n += 1
         if progress is not None and n % 1000 == 0:
             progress(1000)
     if progress is not None and n % 1000:
         progress(n % 1000)
-    df = pl.DataFrame({k: pl.Series(k, v, dtype=SCHEMA[k]) for k, v in cols.items()})
-    df = df.with_row_index("_row")
-
-    def nested(name: str, flat: pl.DataFrame, value: pl.Expr) -> pl.DataFrame:
-        return flat.group_by("_row").agg(value.alias(name))
-
-    flat_sets = {name: pl.DataFrame({"_row": pl.Series(rows, dtype=pl.UInt32), "v": pl.Series(vals, dtype=pl.Utf8)})
-                 for name, (rows, vals) in set_flat.items()}
-    casc = pl.DataFrame({"_row": pl.Series(cas[0], dtype=pl.UInt32), "step": pl.Series(cas[1], dtype=pl.Int64),
-                         "effect": pl.Series(cas[2], dtype=pl.Utf8)})
-    comm = pl.DataFrame({"_row": pl.Series(com[0], dtype=pl.UInt32), "step": pl.Series(com[1], dtype=pl.Int64),
-                         "comment": pl.Series(com[2], dtype=pl.Utf8)})
-    for name, part in (*((name, nested(name, flat, pl.col("v"))) for name, flat in flat_sets.items()),
-                       ("cascading", nested("cascading", casc, pl.struct("step", "effect"))),
-                       ("step_comments", nested("step_comments", comm, pl.struct("step", "comment")))):
-        df = df.join(part, on="_row", how="left").with_columns(
-            pl.col(name).fill_null(pl.lit([], dtype=SCHEMA[name])).cast(SCHEMA[name]))
-    df = df.sort("_row").select(list(SCHEMA))
+    by_name = dict(zip(plain, map(list, zip(*rows, strict=True)) if rows else ([] for _ in plain), strict=True))
+    by_name.update(zip(("labels", "harm_types", "cascading", "step_comments"),
+                       map(list, zip(*nested, strict=True)) if nested else ([] for _ in range(4)), strict=True))
     if catalog is not None:
-        df = df.hstack([pl.Series(k, v, dtype=CATALOG_SCHEMA[k]) for k, v in cat_cols.items()])
-    return df
+        by_name.update(zip(CATALOG_SCHEMA, map(list, zip(*cat_rows, strict=True)) if cat_rows
+                           else ([] for _ in CATALOG_SCHEMA), strict=True))
+    cols = {name: by_name[name] for name in schema}
+    return Table(cols, schema)
 
 
 def task_of(trajectory_id: str, row: Any) -> str:
@@ -304,22 +305,40 @@ def _resolved(annotations: list[Annotation]) -> list[Annotation]:
     return [r for t in sorted(by) if (r := resolve(by[t])) is not None]
 
 
-def _write_table(df: pl.DataFrame, path: Path, fmt: str) -> None:
-    """Write ``df`` to ``path`` (a temporary name: callers publish it, see :mod:`gui_app.core.atomic`)."""
+def _json_value(v: Any) -> Any:
+    """A cell as JSON holds it: a float that is not finite is null (JSON has no NaN)."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def _csv_cell(v: Any) -> str:
+    """One CSV cell: text quoted (its formula characters neutralised), numbers bare, booleans as quoted words,
+    lists and structs as quoted JSON text, null empty."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if isinstance(v, bool):
+        return '"true"' if v else '"false"'
+    if isinstance(v, (int, float)):
+        return repr(v)
+    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    return '"' + neutralise_csv_cell(text).replace('"', '""') + '"'
+
+
+def write_table(table: Table, path: Path, fmt: str) -> None:
+    """Write ``table`` to ``path`` (a temporary name: callers publish it, see :mod:`gui_app.core.atomic`)."""
     if fmt == "parquet":
-        df.write_parquet(path, compression="zstd")
+        with _collector_paused():  # shredding allocates a few objects per value, none in a cycle
+            parquet.write(path, table.columns, table.schema, compression="zstd")
     elif fmt == "jsonl":
-        df.write_ndjson(path)
+        with path.open("w", encoding="utf-8") as fh:
+            for row in table.rows():
+                fh.write(json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False,
+                                    separators=(",", ":")) + "\n")
     elif fmt == "csv":
-        nested = [c for c, t in df.schema.items() if isinstance(t, (pl.List, pl.Struct))]
-        flat = df.with_columns([
-            pl.Series(c, [None if v is None else json.dumps(v, ensure_ascii=False) for v in df[c].to_list()],
-                      dtype=pl.Utf8) for c in nested])
-        text = [c for c, t in flat.schema.items() if t == pl.Utf8]
-        flat = flat.with_columns([pl.when(pl.col(c).str.contains("^" + _NEUTRALISE.pattern))
-                                  .then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c) for c in text])
         # Every text cell quoted too (OWASP's other half): a cell never splits into a new one starting with '='.
-        flat.write_csv(path, quote_style="non_numeric")
+        with path.open("w", encoding="utf-8", newline="") as fh:
+            fh.write(",".join(_csv_cell(c) for c in table.columns) + "\n")
+            for values in zip(*table.columns.values(), strict=True):
+                fh.write(",".join(map(_csv_cell, values)) + "\n")
     else:
         raise ValueError(fmt)
 
@@ -534,8 +553,6 @@ def _writing(out: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         raise ExportError(out, f"cannot be written: {exc.strerror or exc}") from exc
-    except pl.exceptions.PolarsError as exc:
-        raise ExportError(out, f"cannot be written: {str(exc).splitlines()[0] if str(exc) else exc}") from exc
 
 
 def _publish_splits(out: Path, parts: dict[str, Callable[[Path], int]]) -> tuple[list[str], dict[str, int]]:
@@ -692,30 +709,42 @@ def _hf_ours(rel: Path) -> bool:
     return rel == Path("README.md") or (rel.parent == Path("data") and rel.name.endswith("-00000-of-00001.parquet"))
 
 
-def _write_hf(df: pl.DataFrame, out: Path, split_by_task: bool) -> tuple[list[str], dict[str, int]]:
+def _type_name(t: parquet.ColumnType) -> str:
+    """A column type as the dataset card shows it (``list<struct<step: int64, effect: string>>``)."""
+    if isinstance(t, str):
+        return t
+    if t[0] == "list":
+        return f"list<{_type_name(t[1])}>"
+    return "struct<" + ", ".join(f"{k}: {_type_name(v)}" for k, v in t[1].items()) + ">"
+
+
+def _write_hf(df: Table, out: Path, split_by_task: bool) -> tuple[list[str], dict[str, int]]:
     """Write the dataset into the (new) folder ``out``; returns the paths relative to it and the split sizes."""
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    parts = {s: df.filter(pl.col("split") == s) for s in ("train", "test")} if split_by_task else {"train": df}
+    parts = {s: df.where("split", s) for s in ("train", "test")} if split_by_task else {"train": df}
     paths, counts = [], {}
     for split, part in parts.items():
         if part.height == 0 and split != "train":
             continue
         p = data / f"{split}-00000-of-00001.parquet"
-        _write_table(part, p, "parquet")
+        write_table(part, p, "parquet")
         paths.append(str(p.relative_to(out)))
         counts[split] = part.height
     data_files = "\n".join(f"  - split: {s}\n    path: data/{s}-*" for s in counts)
-    verdicts = df.group_by("verdict").len().sort("verdict").to_dicts()
-    harm_verdicts = df.group_by("harm_verdict").len().sort("harm_verdict").to_dicts()
+
+    def tally(name: str) -> str:
+        counts = Counter(df.columns[name])
+        order = sorted(counts, key=lambda v: (v is not None, v or ""))  # none first
+        return "\n".join(f"- {v or 'none'}: {counts[v]}" for v in order)
+
     card = DATASET_CARD.format(
         data_files=data_files, size=_size_category(df.height),
         splits="\n".join(f"- `{s}`: {n} rows" for s, n in counts.items()),
         split_note=("Splits are by task: every trajectory of a task is in the same split, so the test split "
                     "measures generalisation to unseen tasks.") if split_by_task else "",
-        columns="\n".join(f"| `{c}` | {t} | {COLUMN_DOCS.get(c, '')} |" for c, t in df.schema.items()),
-        verdicts="\n".join(f"- {v['verdict'] or 'none'}: {v['len']}" for v in verdicts) or "- none",
-        harm_verdicts="\n".join(f"- {v['harm_verdict'] or 'none'}: {v['len']}" for v in harm_verdicts) or "- none",
+        columns="\n".join(f"| `{c}` | {_type_name(t)} | {COLUMN_DOCS.get(c, '')} |" for c, t in df.schema.items()),
+        verdicts=tally("verdict") or "- none", harm_verdicts=tally("harm_verdict") or "- none",
     )
     (out / "README.md").write_text(card, encoding="utf-8")
     return [*paths, "README.md"], counts
@@ -755,32 +784,34 @@ def export(store: AnnotationStore, out: str | Path, fmt: str = "parquet", *, cat
     cat = catalog_index(catalog)
 
     if fmt in TABULAR or fmt == "hf":
-        # page through the store: memory stays at one page of records plus the typed frame being built
-        parts = [frame([a for a in page if filters.keeps(a)], cat if catalog is not None else None, progress)
-                 for page in store.iter_annotations()]
-        df = pl.concat(parts) if parts else frame([], cat if catalog is not None else None)
+        # page through the store: memory stays at one page of records plus the typed frame being built (the cycle
+        # collector paused: it would walk the growing columns again at every burst of allocations)
+        df = frame([], cat if catalog is not None else None)
+        with _collector_paused():
+            for page in store.iter_annotations():
+                df.extend(frame([a for a in page if filters.keeps(a)], cat if catalog is not None else None,
+                                progress))
         if split_by_task:
-            ids = df["trajectory_id"].unique().to_list()
-            task = {t: task_of(t, cat.get(t)) for t in ids}
+            task = {t: task_of(t, cat.get(t)) for t in set(df.columns["trajectory_id"])}
             splits = split_tasks(task.values(), test_fraction)
-            df = df.with_columns(pl.col("trajectory_id").replace_strict({t: splits[task[t]] for t in ids},
-                                                                         return_dtype=pl.Utf8).alias("split"))
+            df.columns["split"] = [splits[task[t]] for t in df.columns["trajectory_id"]]
+            df.schema["split"] = _STR
         if fmt == "hf":
             with _writing(out):
                 rel, counts = publish_folder(out, lambda folder: _write_hf(df, folder, split_by_task), _hf_ours)
             return ExportResult(fmt, [str(out / r) for r in rel], df.height, counts)
         if not split_by_task:
             with _writing(out):
-                _publish_file(out, lambda tmp: _write_table(df, tmp, fmt))
+                _publish_file(out, lambda tmp: write_table(df, tmp, fmt))
             return ExportResult(fmt, [str(out)], df.height)
 
-        def table_writer(part: pl.DataFrame) -> Callable[[Path], int]:
+        def table_writer(part: Table) -> Callable[[Path], int]:
             def write(path: Path) -> int:
-                _write_table(part, path, fmt)
+                write_table(part, path, fmt)
                 return part.height
             return write
 
-        paths, counts = _publish_splits(out, {f"{s}.{fmt}": table_writer(df.filter(pl.col("split") == s))
+        paths, counts = _publish_splits(out, {f"{s}.{fmt}": table_writer(df.where("split", s))
                                               for s in ("train", "test")})
         return ExportResult(fmt, paths, df.height, counts)
 
@@ -901,11 +932,10 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
-            # Parquet is read whole (compressed columns, a fraction of the rows' size in Python) and turned into
-            # rows a chunk at a time.
+            # Parquet is decoded a row group at a time and turned into rows a chunk at a time.
             n = 0
-            for part in pl.read_parquet(path).iter_slices(IMPORT_CHUNK):
-                for row in part.to_dicts():
+            for part in parquet.iter_rows(path, IMPORT_CHUNK):
+                for row in part:
                     n += 1
                     yield n, row
         elif suffix == ".csv":
@@ -924,8 +954,8 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     yield n, row
     except OSError as exc:
         raise AnnotationError("", "(file)", f"cannot read: {exc.strerror or exc}", str(path)) from exc
-    except pl.exceptions.PolarsError as exc:
-        raise AnnotationError("", "(file)", f"cannot parse as {suffix[1:]}: {exc}", str(path)) from exc
+    except TrajectoryFormatError as exc:
+        raise AnnotationError("", "(file)", f"cannot parse as {suffix[1:]}: {exc.reason}", str(path)) from exc
     except UnicodeDecodeError as exc:
         raise AnnotationError("", "(file)", f"not UTF-8 text: {exc.reason} at byte {exc.start}", str(path)) from exc
 
