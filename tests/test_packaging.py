@@ -108,6 +108,9 @@ def test_bundle_leaves_out_ray_torch_and_the_training_extras(bundle):
     assert {p.name for p in (qt / "plugins" / "platforms").iterdir()} == {"libqxcb.so", "libqwayland.so",
                                                                          "libqoffscreen.so", "libqminimal.so"}
     assert "libQt6WaylandClient.so.6" in qt_libs
+    # file dialogs through the XDG portal; no GTK theme, so none of the build machine's GTK libraries
+    assert {p.name for p in (qt / "plugins" / "platformthemes").iterdir()} == {"libqxdgdesktopportal.so"}
+    assert not list(internal.glob("libgtk-3.so*")) and not list(internal.glob("libgdk-3.so*"))
     assert not any((qt / "plugins" / kind).exists() for kind in ("egldeviceintegrations", "generic"))
 
 
