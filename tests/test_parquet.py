@@ -161,7 +161,7 @@ def data_pages(path: Path, leaf: int) -> int:
     """How many data pages the column chunk of leaf ``leaf`` in the first row group holds."""
     with open(path, "rb") as fh:
         md = P._footer(fh).row_groups[0][1][leaf][3]
-        fh.seek(md[9])
+        fh.seek(md.get(11) or md[9])  # the chunk starts at its dictionary page, where it has one
         data = fh.read(md[7])
     pos = pages = 0
     while pos < len(data):
@@ -416,6 +416,44 @@ def test_ours_reads_pyarrow_nested_and_logical_types(tmp_path, pa, pq, options):
     assert got["dec"][1] == 1.01 and got["f16"][1] == 0.125 and got["u64"][0] == 2**64 - 1
 
 
+def paged_table(pa, n: int):
+    """A table with nulls at each level, for one row group of many pages."""
+    span = pa.struct([("start", pa.int64()), ("label", pa.string())])
+    return pa.table({
+        "id": pa.array([f"row-{i}-" + "x" * (i % 17) if i % 13 else None for i in range(n)], pa.string()),
+        "cat": pa.array([f"c{i % 5}" if i % 7 else None for i in range(n)], pa.string()),
+        "n": pa.array([i * 7919 if i % 4 else None for i in range(n)], pa.int64()),
+        "f": pa.array([i / 8 for i in range(n)], pa.float64()),
+        "tags": pa.array([None if i % 9 == 0 else [None if j == 2 else f"t{i}.{j}" for j in range(i % 6)]
+                          for i in range(n)], pa.list_(pa.string())),
+        "spans": pa.array([None if i % 11 == 0 else [None if j == 1 else {"start": i + j, "label": None if j == 3
+                                                                         else f"l{j}"} for j in range(i % 5)]
+                           for i in range(n)], pa.list_(span)),
+    })
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_iter_rows_streams_one_row_group_of_many_pages(tmp_path, pa, pq, version):
+    """A big table as pyarrow (and polars) write it, one row group cut into pages: iter_rows decodes it a batch at a
+    time, and gives what read() gives in any batch size, never cutting a row."""
+    n = 3000
+    table = paged_table(pa, n)
+    path = tmp_path / "one-group.parquet"
+    pq.write_table(table, path, row_group_size=n, use_dictionary=["cat"], data_page_size=512, write_batch_size=50,
+                   data_page_version=version)
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 1
+    assert "RLE_DICTIONARY" in meta.row_group(0).column(1).encodings
+    assert "RLE_DICTIONARY" not in meta.row_group(0).column(0).encodings
+    assert all(data_pages(path, leaf) >= 4 for leaf in range(meta.num_columns))
+    rows = rows_of(P.read(path)[1])
+    assert rows == table.to_pylist()
+    for batch_rows in (1, 7, 5000):
+        batches = list(P.iter_rows(path, batch_rows))
+        assert [len(b) for b in batches] == [min(batch_rows, n - start) for start in range(0, n, batch_rows)]
+        assert [r for b in batches for r in b] == rows
+
+
 def test_ours_reads_int96_timestamps(tmp_path, pa, pq):
     stamps = [dt.datetime(1850, 5, 6, 7, 8, 9, 123456), None, dt.datetime(2262, 1, 1), dt.datetime(1970, 1, 1)]
     path = tmp_path / "pa.parquet"
@@ -601,6 +639,54 @@ def test_v2_pages_compressed_or_not_and_pages_to_skip(tmp_path, pq):
     pages = v2([1, 0, 1], struct.pack("<2q", 5, 6), False) + skipped + v2([0, 1], struct.pack("<q", 7), True)
     path = hand_file(tmp_path / "skip.parquet", elements, [chunk(["i"], INT64, pages, 5, codec=6)], num_rows=5)
     assert P.read(path)[1] == {"i": [5, None, 6, None, 7]}
+
+
+def test_iter_rows_with_rows_across_pages(tmp_path, pq):
+    """Data pages v1 may cut a row (pyarrow's do not): a batch takes a row whole, whichever pages it spans. A
+    required column has no levels at all: its rows are its values."""
+    elements = [[(4, 8, "schema"), (5, 5, 2)], elem("l", OPTIONAL, children=1, converted=3),
+                elem("list", REPEATED, children=1), elem("element", OPTIONAL, INT32), elem("r", REQUIRED, INT32)]
+
+    def page(reps: list[int], defs: list[int], values: list[int]) -> bytes:
+        return page_v1(levels_rle(reps, 1) + levels_rle(defs, 3) + plain_i32(values), len(defs))
+
+    # rows [1, 2 | 3], [], None, [4, None | 5, 6], [7], with | the page breaks
+    pages = (page([0, 1], [3, 3], [1, 2]) + page([1, 0, 0, 0, 1], [3, 1, 0, 3, 2], [3, 4])
+             + page([1, 1, 0], [3, 3, 3], [5, 6, 7]))
+    required = page_v1(plain_i32([10, 11]), 2) + page_v1(plain_i32([12, 13, 14]), 3)
+    path = hand_file(tmp_path / "cut.parquet", elements, [chunk(["l", "list", "element"], INT32, pages, 10),
+                                                          chunk(["r"], INT32, required, 5)], num_rows=5)
+    cols = {"l": [[1, 2, 3], [], None, [4, None, 5, 6], [7]], "r": [10, 11, 12, 13, 14]}
+    assert P.read(path)[1] == cols == pq.read_table(path).to_pydict()
+    for batch_rows in (1, 2, 3, 4, 5, 6):
+        batches = list(P.iter_rows(path, batch_rows))
+        assert [len(b) for b in batches] == [min(batch_rows, 5 - start) for start in range(0, 5, batch_rows)]
+        assert [r for b in batches for r in b] == rows_of(cols)
+
+
+@pytest.mark.parametrize("num_rows", [2, 3, 5, 0, -1])
+def test_iter_rows_and_read_agree_on_a_wrong_row_count(tmp_path, num_rows):
+    """A column chunk holding more or fewer rows than its row group: the same error from both, iter_rows's after
+    the whole batches it could fill (it decodes a batch at a time, so it finds out no sooner)."""
+    elements = [[(4, 8, "schema"), (5, 5, 2)], elem("o", OPTIONAL, INT32),
+                elem("l", OPTIONAL, children=1, converted=3), elem("list", REPEATED, children=1),
+                elem("element", OPTIONAL, INT32)]
+    path = hand_file(tmp_path / "count.parquet", elements, [
+        column(["o"], INT32, None, [1, 0, 1, 1], 0, 1, plain_i32([8, 9, 10])),
+        column(["l", "list", "element"], INT32, [0, 1, 0, 0, 0], [3, 3, 1, 0, 3], 1, 3, plain_i32([1, 2, 3]))],
+        num_rows=num_rows)
+    rows = [{"o": 8, "l": [1, 2]}, {"o": None, "l": []}, {"o": 9, "l": None}, {"o": 10, "l": [3]}]
+    message = f"{path}: field 'o': holds 4 values in a row group of {num_rows} rows"
+    with pytest.raises(TrajectoryFormatError) as err:
+        P.read(path)
+    assert str(err.value) == message
+    for batch_rows in (1, 2, 3, 10):
+        got = []
+        with pytest.raises(TrajectoryFormatError) as err:
+            for batch in P.iter_rows(path, batch_rows):
+                got += batch
+        assert str(err.value) == message
+        assert got == rows[:max(num_rows, 0) if num_rows <= 4 else 4 // batch_rows * batch_rows]
 
 
 @pytest.mark.parametrize("framing", ["hadoop", "raw"])

@@ -24,6 +24,7 @@ import struct
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -407,19 +408,25 @@ def _snappy(data: bytes, expected: int) -> bytes:
     return bytes(out)
 
 
+def _lz4_length(data: bytes, pos: int, length: int) -> tuple[int, int]:
+    """A length from an LZ4 token's four bits, extended by the bytes that follow while they are 255 (the
+    format's length coding); returns (length, position after it)."""
+    if length == 15:
+        while True:
+            b = data[pos]
+            pos += 1
+            length += b
+            if b != 255:
+                break
+    return length, pos
+
+
 def _lz4_block(data: bytes, limit: int) -> bytes:
     out, pos, end = bytearray(), 0, len(data)
     while pos < end:
         token = data[pos]
         pos += 1
-        length = token >> 4
-        if length == 15:
-            while True:
-                b = data[pos]
-                pos += 1
-                length += b
-                if b != 255:
-                    break
+        length, pos = _lz4_length(data, pos, token >> 4)
         if pos + length > end or len(out) + length > limit:
             raise _Bad("LZ4 literal runs past the data")
         out += data[pos:pos + length]
@@ -428,14 +435,7 @@ def _lz4_block(data: bytes, limit: int) -> bytes:
             break  # the last sequence has literals only
         offset = data[pos] | data[pos + 1] << 8
         pos += 2
-        length = token & 15
-        if length == 15:
-            while True:
-                b = data[pos]
-                pos += 1
-                length += b
-                if b != 255:
-                    break
+        length, pos = _lz4_length(data, pos, token & 15)
         length += 4
         if len(out) + length > limit:
             raise _Bad("LZ4 data decompresses to more than the page holds")
@@ -885,6 +885,21 @@ _Levels = tuple[np.ndarray | None, np.ndarray | None, np.ndarray]  # definition 
 
 def _read_chunk(fh: BinaryIO, size: int, leaf: _Leaf, cc: Any) -> _Levels:
     """Levels and non-null values of one column chunk."""
+    defs: list[np.ndarray] = []
+    reps: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    for dfn, rep, values in _pages(leaf, *_chunk_bytes(fh, size, cc)):
+        vals.append(values)
+        if rep is not None:
+            reps.append(rep)
+        if dfn is not None:
+            defs.append(dfn)
+    values = (np.concatenate(vals) if len(vals) > 1 else vals[0]) if vals else _EMPTY
+    return _joined(defs, leaf.max_def), _joined(reps, leaf.max_rep), values
+
+
+def _chunk_bytes(fh: BinaryIO, size: int, cc: Any) -> tuple[bytes, int, int]:
+    """The (compressed) bytes of one column chunk, its codec and its number of level entries."""
     if not isinstance(cc, dict):
         raise _Bad("damaged metadata (a column chunk is not a struct)")
     if cc.get(1) is not None:
@@ -904,11 +919,13 @@ def _read_chunk(fh: BinaryIO, size: int, leaf: _Leaf, cc: Any) -> _Levels:
     data = fh.read(total)
     if len(data) != total:
         raise _Bad("the file ends inside a column chunk")
+    return data, codec, num_values
+
+
+def _pages(leaf: _Leaf, data: bytes, codec: int, num_values: int) -> Iterator[_Levels]:
+    """The levels and non-null values of each data page of a column chunk, decoded as they are asked for."""
     pos = got = 0
     dictionary: np.ndarray | None = None
-    defs: list[np.ndarray] = []
-    reps: list[np.ndarray] = []
-    vals: list[np.ndarray] = []
     rep_width = leaf.max_rep.bit_length()
     def_width = leaf.max_def.bit_length()
     while got < num_values:
@@ -958,14 +975,9 @@ def _read_chunk(fh: BinaryIO, size: int, leaf: _Leaf, cc: Any) -> _Levels:
             if h.get(7, True):
                 raw = _decompress(codec, raw, usize - rlen - dlen)
         present = n if dfn is None else int(np.count_nonzero(dfn == leaf.max_def))
-        vals.append(_values(leaf, enc, raw, at, present, dictionary))
-        if rep is not None:
-            reps.append(rep)
-        if dfn is not None:
-            defs.append(dfn)
+        values = _values(leaf, enc, raw, at, present, dictionary)
         got += n
-    values = (np.concatenate(vals) if len(vals) > 1 else vals[0]) if vals else _EMPTY
-    return _joined(defs, leaf.max_def), _joined(reps, leaf.max_rep), values
+        yield dfn, rep, values
 
 
 def _joined(parts: list[np.ndarray], max_level: int) -> np.ndarray | None:
@@ -1080,33 +1092,177 @@ def _footer(fh: BinaryIO) -> _File:
     return _File(size, nodes, leaves, groups)
 
 
-def _read_group(fh: BinaryIO, f: _File, rg: dict[int, Any], nodes: list[_Node]) -> dict[str, list[Any]]:
+@contextmanager
+def _in_leaf(leaf: _Leaf) -> Iterator[None]:
+    """Name ``leaf`` in whatever goes wrong decoding its column chunk (a damaged file, never another exception)."""
+    try:
+        yield
+    except _Bad as exc:
+        raise _Bad(exc.reason, exc.field or leaf.dotted) from exc
+    except UnicodeDecodeError as exc:
+        raise _Bad(f"a string is not valid UTF-8 ({exc.reason})", leaf.dotted) from exc
+    except _DAMAGE as exc:
+        raise _Bad(f"damaged column data ({_what(exc)})", leaf.dotted) from exc
+
+
+@contextmanager
+def _in_node(node: _Node) -> Iterator[None]:
+    """Name ``node`` in whatever goes wrong assembling its values from the levels of its leaves."""
+    try:
+        yield
+    except _Bad as exc:
+        raise _Bad(exc.reason, node.name) from exc
+    except _DAMAGE as exc:
+        raise _Bad(f"damaged levels ({_what(exc)})", node.name) from exc
+
+
+def _group_chunks(f: _File, rg: dict[int, Any]) -> tuple[list[Any], int]:
+    """The column chunks (one per leaf) and the number of rows of a row group."""
     chunks = _seq(rg, 1)
     if len(chunks) != len(f.leaves):
         raise _Bad(f"a row group has {len(chunks)} column chunks for {len(f.leaves)} columns")
-    num_rows = _int(rg, 3)
+    return chunks, _int(rg, 3)
+
+
+def _wrong_count(node: _Node, count: int, num_rows: int) -> _Bad:
+    return _Bad(f"holds {count:,} values in a row group of {num_rows:,} rows", node.name)
+
+
+def _read_group(fh: BinaryIO, f: _File, rg: dict[int, Any], nodes: list[_Node]) -> dict[str, list[Any]]:
+    chunks, num_rows = _group_chunks(f, rg)
     lvs: dict[int, _Levels] = {}
     out: dict[str, list[Any]] = {}
     for node in nodes:
-        try:
-            for leaf in node.leaves():
+        for leaf in node.leaves():
+            with _in_leaf(leaf):
                 lvs[leaf.index] = _read_chunk(fh, f.size, leaf, chunks[leaf.index])
-        except _Bad as exc:
-            raise _Bad(exc.reason, exc.field or leaf.dotted) from exc
-        except UnicodeDecodeError as exc:
-            raise _Bad(f"a string is not valid UTF-8 ({exc.reason})", leaf.dotted) from exc
-        except _DAMAGE as exc:
-            raise _Bad(f"damaged column data ({_what(exc)})", leaf.dotted) from exc
-        try:
+        with _in_node(node):
             column = _column(node, lvs)
-        except _Bad as exc:
-            raise _Bad(exc.reason, node.name) from exc
-        except _DAMAGE as exc:
-            raise _Bad(f"damaged levels ({_what(exc)})", node.name) from exc
         if len(column) != num_rows:
-            raise _Bad(f"holds {len(column):,} values in a row group of {num_rows:,} rows", node.name)
+            raise _wrong_count(node, len(column), num_rows)
         out[node.name] = column
     return out
+
+
+class _Records:
+    """The column chunk of one leaf, decoded a page at a time as records are taken from its front.
+
+    iter_rows keeps one per leaf rather than whole decoded chunks: a row group of a million rows, decoded at once,
+    is hundreds of megabytes of Python objects (700 MiB for nine columns of labels), whereas what is decoded here at
+    any time is the pages the batch in hand reaches into (the rest of the chunk stays compressed until then).
+    """
+
+    def __init__(self, leaf: _Leaf, pages: Iterator[_Levels]):
+        self.leaf = leaf
+        self.pages = pages
+        self.parts: list[_Levels] = []  # decoded pages not yet taken (the first maybe in part), in order
+        self.entries = 0  # level entries in parts
+        self.starts = 0  # records starting in parts: entries at repetition level 0
+
+    def _pull(self) -> bool:
+        """Decode the next data page onto ``parts``; False at the end of the chunk."""
+        page = next(self.pages, None)
+        if page is None:
+            return False
+        dfn, rep, values = page
+        self.parts.append(page)
+        # a leaf with neither level (required, outside any list) has one entry per value
+        self.entries += len(rep) if rep is not None else len(dfn) if dfn is not None else len(values)
+        if rep is not None:
+            self.starts += int(np.count_nonzero(rep == 0))
+        return True
+
+    def _joined(self) -> _Levels:
+        """``parts`` as one page (the same arrays _read_chunk would give for them)."""
+        if len(self.parts) == 1:
+            return self.parts[0]
+        leaf, parts = self.leaf, self.parts
+        vals = [p[2] for p in parts]
+        return (_joined([p[0] for p in parts if p[0] is not None], leaf.max_def),
+                _joined([p[1] for p in parts if p[1] is not None], leaf.max_rep),
+                (np.concatenate(vals) if len(vals) > 1 else vals[0]) if vals else _EMPTY)
+
+    def take(self, n: int) -> _Levels:
+        """The levels and values of the next ``n`` records (fewer where the chunk ends first).
+
+        Args:
+            n: how many records (rows of the file) to take.
+
+        Returns:
+            (definition levels, repetition levels, non-null values), as _read_chunk gives them for a whole chunk.
+        """
+        if self.leaf.max_rep:
+            # a record runs on to where the next one starts: its end is known at the start of record n + 1 (or at
+            # the chunk's end), which may lie pages further on
+            while self.starts <= n and self._pull():
+                pass
+        else:
+            while self.entries < n and self._pull():
+                pass
+        defs, reps, values = self._joined()
+        if reps is not None:
+            starts = np.flatnonzero(reps == 0)
+            # entries before the first start (a damaged chunk) go with the first record, where _assemble drops them
+            # as it does for a whole chunk
+            end = int(starts[n]) if len(starts) > n else len(reps)
+            self.starts = max(0, len(starts) - n)
+        else:
+            end = min(n, self.entries)
+        taken = end if defs is None else int(np.count_nonzero(defs[:end] == self.leaf.max_def))
+        # views, not copies: a page's arrays are freed once all of it is taken
+        self.parts = [(None if defs is None else defs[end:], None if reps is None else reps[end:], values[taken:])]
+        self.entries -= end
+        return (None if defs is None else defs[:end], None if reps is None else reps[:end], values[:taken])
+
+    def left(self) -> int:
+        """How many records are left in the chunk (decoding what is left of it)."""
+        while self._pull():
+            pass
+        return self.starts if self.leaf.max_rep else self.entries
+
+
+def _row_batches(path: str | Path, f: _File, batch_rows: int) -> Iterator[list[dict[str, Any]]]:
+    """The rows of the file in batches, each assembled from the pages it needs.
+
+    This is what _read_group does for a whole row group, a batch at a time, with the same values and the same errors
+    but one: where damaged levels leave the leaves of a group (a list of structs, a map) in step over the row group
+    but not row by row, read() pairs up the wrong values, and a batch boundary inside the damage shows it ("the
+    columns of a group disagree").
+    """
+    names = [n.name for n in f.nodes]
+    for rg in f.row_groups:
+        chunks, num_rows = _group_chunks(f, rg)
+        # The compressed chunks are read at once (a fraction of the decoded size), so that the file is not held open
+        # while the caller works through the rows.
+        cursors: list[_Records] = []
+        with open(path, "rb") as fh:
+            for leaf in f.leaves:
+                with _in_leaf(leaf):
+                    cursors.append(_Records(leaf, _pages(leaf, *_chunk_bytes(fh, f.size, chunks[leaf.index]))))
+        for start in range(0, num_rows, batch_rows):
+            n = min(batch_rows, num_rows - start)
+            lvs: dict[int, _Levels] = {}
+            for leaf in f.leaves:
+                with _in_leaf(leaf):
+                    lvs[leaf.index] = cursors[leaf.index].take(n)
+            cols = []
+            for node in f.nodes:
+                with _in_node(node):
+                    column = _column(node, lvs)
+                if len(column) != n:  # the chunk ended early: the count read() gives is the chunk's whole count
+                    raise _wrong_count(node, start + len(column), num_rows)
+                cols.append(column)
+            del lvs  # the pages taken: not kept while the caller holds the batch
+            rows = [dict(zip(names, values)) for values in zip(*cols)]
+            del cols
+            if rows:  # (a file with no columns has no rows to give)
+                yield rows
+        for node in f.nodes:
+            for leaf in node.leaves():
+                with _in_leaf(leaf):
+                    count = max(num_rows, 0) + cursors[leaf.index].left()
+                if count != num_rows:
+                    raise _wrong_count(node, count, num_rows)
 
 
 def _pick(f: _File, columns: list[str] | None) -> list[_Node]:
@@ -1146,9 +1302,17 @@ def read(path: str | Path, columns: list[str] | None = None) -> tuple[dict[str, 
 
 
 def iter_rows(path: str | Path, batch_rows: int = 10_000) -> Iterator[list[dict[str, Any]]]:
-    """The rows of a Parquet file as dicts, in batches of at most ``batch_rows`` (one row group read at a time).
+    """The rows of a Parquet file as dicts, in batches of at most ``batch_rows``.
 
-    The footer is read at once: a file that is not Parquet fails here, not at the first batch.
+    A batch is decoded when it is asked for, from the pages it needs: memory holds the compressed column chunks of
+    one row group, a page or so of decoded values per column and the batch, however large the row group. The footer
+    is read at once: a file that is not Parquet fails here, not at the first batch; a damaged page fails at the batch
+    that reaches it.
+
+    Raises:
+        ValueError: ``batch_rows`` is below 1.
+        TrajectoryFormatError: the file is not Parquet, is damaged, or uses something this reader does not support
+            (from the iterator, for what lies past the footer).
     """
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be at least 1, not {batch_rows}")
@@ -1160,13 +1324,12 @@ def iter_rows(path: str | Path, batch_rows: int = 10_000) -> Iterator[list[dict[
     f: _File = _guard(path, footer)
 
     def batches() -> Iterator[list[dict[str, Any]]]:
-        names = [n.name for n in f.nodes]
-        for rg in f.row_groups:
-            with open(path, "rb") as fh:
-                cols = _guard(path, _read_group, fh, f, rg, f.nodes)
-            rows = [dict(zip(names, values)) for values in zip(*(cols[n] for n in names))]
-            for start in range(0, len(rows), batch_rows):
-                yield rows[start:start + batch_rows]
+        rows = _row_batches(path, f, batch_rows)
+        while True:
+            batch = _guard(path, next, rows, None)
+            if batch is None:
+                return
+            yield batch
 
     return batches()
 
