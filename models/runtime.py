@@ -31,7 +31,7 @@ from models.config import ModelConfig
 from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example, perceive_run
 from models.harm import HarmHead, harm_input
 from models.perception import Perceiver
-from models.trees import RunTrees, blend
+from models.trees import RunTrees, blend, sigmoid
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 BACKENDS = ("onnx", "torch")
@@ -252,7 +252,7 @@ class RewardModel:
     def _result(self, ex: Example, n_steps: int, s: float, f: np.ndarray, emb: np.ndarray, t_fwd: float,
                 instruction: str, p_trees: float | None = None, p_agent: float | None = None) -> Score:
         a, b = self.calibration.a, self.calibration.b
-        p_network = 1.0 / (1.0 + np.exp(-(a * float(s) + b)))
+        p_network = float(sigmoid(a * float(s) + b))
         tcal = self.checkpoint.trees_calibration
         p = float(blend(p_network, p_trees, tcal.a, tcal.b, p_agent))
         dist = _softmax(f[: ex.n_frames].astype(np.float64))

@@ -35,7 +35,7 @@ from models.data import (Record, cache_key, load_percept, load_records, perceive
 from models.features import INPUT_NAMES, make_batch
 from models.network import RewardNet, losses
 from models.perception import PerceptionConfig, RunPercept
-from models.trees import TREES_THRESHOLD, RunTrees, blend, fit_trees, mean_logit
+from models.trees import TREES_THRESHOLD, RunTrees, blend, fit_trees, mean_logit, sigmoid
 from models.versions import mahalanobis, versions
 
 
@@ -278,7 +278,7 @@ def train(args: TrainArgs, log: Callable[[str], None] = print,
     logits, _, embs = predict(net, val_recs)
     y_val = np.array([r.success for r in val_recs])
     a, b = fit_platt(logits, y_val)
-    p_net = 1 / (1 + np.exp(-(a * logits + b)))
+    p_net = sigmoid(a * logits + b)
     out = Path(args.out)
     trees, extra = None, dict[str, Any]()
     if args.trees:
@@ -333,7 +333,7 @@ def _fit_trees(net: RewardNet, cal: Calibration, train_recs: list[Record], val_r
     val2 = _both_modes(val_recs, info)
     y2 = np.array([r.success for r in val2])
     logits, _, _ = predict(net, val2)
-    p_net = 1 / (1 + np.exp(-(cal.a * logits + cal.b)))
+    p_net = sigmoid(cal.a * logits + cal.b)
     p_trees = RunTrees(path).p(_run_feats(val2))
     tcal = Calibration(*fit_platt(mean_logit(p_net, p_trees), y2))
     p = blend(p_net, p_trees, tcal.a, tcal.b)

@@ -102,7 +102,7 @@ def _to_onnx(model: Any, n_features: int) -> bytes:
     return bytes(onnx_model.SerializeToString())
 
 
-def _sigmoid(x: Any) -> Any:
+def sigmoid(x: Any) -> Any:
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, np.float64)))  # no overflow for large |x|
 
 
@@ -122,7 +122,7 @@ class RunTrees:
     def p(self, run_feat: np.ndarray) -> np.ndarray:
         """The trees' probability of success per row of ``run_feat`` (N, F)."""
         x = np.asarray(run_feat, np.float32).reshape(-1, self.n_features)
-        return _sigmoid(self.session.run(None, {_INPUT: x})[0][:, 0].astype(np.float64))
+        return sigmoid(self.session.run(None, {_INPUT: x})[0][:, 0].astype(np.float64))
 
 
 def blend(p_network: np.ndarray | float, p_trees: np.ndarray | float | None, a: float = 1.0, b: float = 0.0,
@@ -130,7 +130,7 @@ def blend(p_network: np.ndarray | float, p_trees: np.ndarray | float | None, a: 
     """p_success from the network's calibrated probability and the trees' (None: weights without trees, the
     network's alone), with the mean's calibration (a, b); averaged with the agent trees' ``p_agent`` where a
     fine-tune fitted them."""
-    p = p_network if p_trees is None else _sigmoid(a * mean_logit(p_network, p_trees) + b)
+    p = p_network if p_trees is None else sigmoid(a * mean_logit(p_network, p_trees) + b)
     return p if p_agent is None else (np.asarray(p, np.float64) + np.asarray(p_agent, np.float64)) / 2.0
 
 
