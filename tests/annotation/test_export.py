@@ -73,6 +73,20 @@ def test_parquet_schema_and_catalog_join(store, tmp_path):
     assert row["cascading"] == [{"step": 3, "effect": "search finds nothing"}]
 
 
+def test_catalog_rows_of_loose_types_join_in_their_columns_types(store, tmp_path):
+    """Rows a caller hands in may say 1/0 for a verdict, an int for a probability, a number for a task: each lands
+    in its column's type, and a value that is none of these becomes null, not a failed export."""
+    loose = [{**CATALOG[0], "success": 0, "p_success": 1, "task": 7},
+             {**CATALOG[1], "success": 1, "p_success": "high"}, {**CATALOG[2], "success": "no"}]
+    out = tmp_path / "loose.parquet"
+    export(store, out, catalog=loose)
+    got = {(r["trajectory_id"], r["role"]): r for r in pl.read_parquet(out).to_dicts()}
+    t1, t2, t3 = got[("t1", "annotator")], got[("t2", "annotator")], got[("t3", "annotator")]
+    assert (t1["env_success"], t1["p_success"], t1["task"]) == (False, 1.0, "7")
+    assert (t2["env_success"], t2["p_success"]) == (True, None)
+    assert (t3["env_success"], t3["p_success"]) == (None, 0.2)
+
+
 def test_filters(store, tmp_path):
     def rows(**kw):
         res = export(store, tmp_path / "f.parquet", filters=ExportFilter(**kw))

@@ -225,6 +225,18 @@ class Table:
             col.extend(other.columns[k])
 
 
+def _catalog_value(v: Any, kind: parquet.ColumnType) -> Any:
+    """A catalog value in its column's type: rows a caller hands in may hold 0/1 for a verdict, an int for a
+    probability, or something else altogether (kept as null rather than failing the whole export)."""
+    if v is None:
+        return None
+    if kind == "bool":
+        return bool(v) if isinstance(v, (bool, int)) else None
+    if kind == _FLOAT:
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return v if isinstance(v, str) else str(v)
+
+
 def frame(annotations: Iterable[Annotation], catalog: Mapping[str, Any] | None = None,
           progress: Progress | None = None) -> Table:
     """The records as a :class:`Table` (:data:`SCHEMA`, plus :data:`CATALOG_SCHEMA` when joined)."""
@@ -235,6 +247,7 @@ def frame(annotations: Iterable[Annotation], catalog: Mapping[str, Any] | None =
     nested: list[tuple[Any, ...]] = []
     cat_rows: list[tuple[Any, ...]] = []
     cat_names = ["success" if name == "env_success" else name for name in CATALOG_SCHEMA]
+    cat_types = list(CATALOG_SCHEMA.values())
     n = 0
     for a in annotations:
         rows.append(fields(a))
@@ -242,7 +255,7 @@ def frame(annotations: Iterable[Annotation], catalog: Mapping[str, Any] | None =
                        [{"step": step, "comment": text} for step, text in sorted(a.step_comments.items())]))
         if catalog is not None:
             row = catalog.get(a.trajectory_id)
-            cat_rows.append(tuple(_row_get(row, name) for name in cat_names))
+            cat_rows.append(tuple(_catalog_value(_row_get(row, name), t) for name, t in zip(cat_names, cat_types)))
         n += 1
         if progress is not None and n % 1000 == 0:
             progress(1000)
@@ -553,6 +566,8 @@ def _writing(out: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         raise ExportError(out, f"cannot be written: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # the Parquet writer refusing a value: it names the column and the row
+        raise ExportError(out, f"cannot be written: {exc}") from exc
 
 
 def _publish_splits(out: Path, parts: dict[str, Callable[[Path], int]]) -> tuple[list[str], dict[str, int]]:
