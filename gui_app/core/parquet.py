@@ -747,7 +747,8 @@ def _need(buf: bytes, pos: int, size: int) -> None:
 def _byte_arrays(buf: bytes, pos: int, n: int, text: bool) -> np.ndarray:
     out: list[Any] = [None] * n
     end, unpack = len(buf), _U32.unpack_from
-    # the lengths sit between the values: one pass, kept tight (this is most of the time of a string column)
+    # the lengths sit between the values: one pass, kept tight (this is most of the time of a string column).
+    # Two loops rather than one calling a converter: a call per value made the text loop 1.6x slower.
     if text:
         for i in range(n):
             (size,) = unpack(buf, pos)
