@@ -53,7 +53,7 @@ def read_manifest(ds: str | Path) -> list[dict[str, Any]]:
     """The manifest's rows, ``path`` made absolute and the optional columns filled in.
 
     Raises:
-        TrajectoryFormatError: no manifest, or a required column is missing.
+        TrajectoryFormatError: no manifest, not a Parquet file, a required column missing, or a row without a path.
     """
     ds = Path(ds)
     file = ds / "manifest.parquet" if ds.is_dir() else ds
@@ -65,6 +65,9 @@ def read_manifest(ds: str | Path) -> list[dict[str, Any]]:
             raise TrajectoryFormatError(file, col, "required column missing from the manifest")
     root = file.parent.resolve()
     n = len(cols["path"])
+    for i, p in enumerate(cols["path"]):
+        if not isinstance(p, str) or not p:
+            raise TrajectoryFormatError(file, f"path[{i}]", f"expected a path, got {p!r}")
     cols["path"] = [p if Path(p).is_absolute() else str(root / p) for p in cols["path"]]
     for col, default in (("task", ""), ("negative_kind", "none"), ("n_steps", 0), ("agent", ""),
                          ("style_family", "")):

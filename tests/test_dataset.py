@@ -295,3 +295,29 @@ def test_one_dataset_from_several_folders_left_where_they_were_recorded(recorded
     df = _build([recorded, other], tmp_path / "ds", negatives=[])
     assert df.height == 36 + 4
     assert df.filter(pl.col("seed") >= 100).height == 4
+
+
+def test_read_manifest_of_another_writer_and_its_refusals(tmp_path):
+    """A manifest polars wrote (dictionary pages, its own row groups) reads as rows: relative paths made absolute
+    against the manifest's folder, the optional columns given their defaults; a manifest without a required column,
+    with a row without a path, or that is not Parquet at all is one line naming the file."""
+    from gui_app.core.errors import TrajectoryFormatError
+    from models.data import read_manifest
+
+    base = {"id": ["a", "b"], "instruction": ["Click Ok", "Type 42"], "success": [True, False],
+            "first_error_step": [None, 1], "split": ["train", "val"]}
+    pl.DataFrame({"path": ["runs/a", "/abs/b"], **base}).write_parquet(tmp_path / "manifest.parquet",
+                                                                       compression="snappy")
+    rows = read_manifest(tmp_path)
+    assert [r["path"] for r in rows] == [str(tmp_path.resolve() / "runs" / "a"), "/abs/b"]
+    assert [(r["success"], r["first_error_step"], r["negative_kind"], r["n_steps"]) for r in rows] == \
+        [(True, None, "none", 0), (False, 1, "none", 0)]
+    pl.DataFrame({"path": ["runs/a", None], **base}).write_parquet(tmp_path / "nulls.parquet")
+    with pytest.raises(TrajectoryFormatError, match=r"nulls.parquet: field 'path\[1\]'"):
+        read_manifest(tmp_path / "nulls.parquet")
+    pl.DataFrame({"path": ["runs/a"], "id": ["a"]}).write_parquet(tmp_path / "short.parquet")
+    with pytest.raises(TrajectoryFormatError, match="short.parquet: field 'instruction': required column"):
+        read_manifest(tmp_path / "short.parquet")
+    (tmp_path / "text.parquet").write_text("path,id\n")
+    with pytest.raises(TrajectoryFormatError, match="text.parquet: not a Parquet file"):
+        read_manifest(tmp_path / "text.parquet")
