@@ -66,6 +66,18 @@ def fit_trees(x: np.ndarray, y: np.ndarray, seed: int = 0, params: dict[str, Any
     return onnx_bytes
 
 
+def _float32_at_most(threshold: float) -> float:
+    """The largest float32 not above ``threshold``: the graph compares float32 features with float32 thresholds,
+    scikit-learn the same features with float64 ones, and for every float32 ``v``, ``v <= threshold`` exactly when
+    ``v <= _float32_at_most(threshold)``. Rounding to nearest instead sent a feature lying between the float64
+    threshold and its float32 rounding down the other branch (a threshold halfway between two neighbouring
+    float32 values: 1/3 computed two ways)."""
+    t = np.float32(threshold)
+    if float(t) > threshold:
+        t = np.nextafter(t, np.float32(-np.inf))
+    return float(t)
+
+
 def _to_onnx(model: Any, n_features: int) -> bytes:
     """A fitted binary ``HistGradientBoostingClassifier`` as an ONNX ``TreeEnsembleRegressor`` (raw score)."""
     from onnx import TensorProto, helper
@@ -80,7 +92,7 @@ def _to_onnx(model: Any, n_features: int) -> bytes:
             attrs["nodes_treeids"].append(tree_id)
             attrs["nodes_nodeids"].append(node_id)
             attrs["nodes_featureids"].append(0 if leaf else int(node["feature_idx"]))
-            attrs["nodes_values"].append(0.0 if leaf else float(node["num_threshold"]))
+            attrs["nodes_values"].append(0.0 if leaf else _float32_at_most(float(node["num_threshold"])))
             attrs["nodes_modes"].append("LEAF" if leaf else "BRANCH_LEQ")
             attrs["nodes_truenodeids"].append(0 if leaf else int(node["left"]))
             attrs["nodes_falsenodeids"].append(0 if leaf else int(node["right"]))

@@ -48,6 +48,25 @@ def test_the_onnx_graph_gives_scikit_learns_probabilities_and_learns_the_rule(tr
     assert p.min() >= 0.0 and p.max() <= 1.0
 
 
+def test_a_threshold_between_neighbouring_float32_values_routes_as_in_scikit_learn():
+    """scikit-learn splits halfway between two feature values, in float64. Where the two are neighbouring float32
+    values (1/3 computed two ways), the halfway point rounded to float32 is one of them; rounded to nearest, the
+    graph sent that value down the other branch, and a fine-tune's agent trees failed their own check."""
+    lo = next(a for a in (np.float32(k) / np.float32(3) for k in range(1, 400))
+              if np.float32((float(a) + float(np.nextafter(a, np.float32(1e9)))) / 2) > a)
+    hi = np.nextafter(lo, np.float32(1e9))
+    rng = np.random.default_rng(0)
+    x = rng.random((200, RUN_FEATS), dtype=np.float32)
+    x[:, 0] = np.where(np.arange(200) % 2 == 0, lo, hi)
+    y = x[:, 0] == hi
+    onnx_bytes = fit_trees(x, y, 0, {"learning_rate": 0.1, "max_iter": 5, "max_leaf_nodes": 4,
+                                     "min_samples_leaf": 8})  # raised AssertionError before
+    model = HistGradientBoostingClassifier(random_state=0, learning_rate=0.1, max_iter=5, max_leaf_nodes=4,
+                                           min_samples_leaf=8).fit(x, y)
+    assert np.abs(RunTrees(onnx_bytes).p(x) - model.predict_proba(x)[:, 1]).max() < 1e-5
+    assert (RunTrees(onnx_bytes).p(x) > 0.5).tolist() == y.tolist()
+
+
 def test_trees_need_both_verdicts():
     x, _ = _data(50, 2)
     with pytest.raises(ValueError, match="successes and failures"):
