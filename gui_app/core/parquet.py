@@ -747,27 +747,17 @@ def _need(buf: bytes, pos: int, size: int) -> None:
 def _byte_arrays(buf: bytes, pos: int, n: int, text: bool) -> np.ndarray:
     out: list[Any] = [None] * n
     end, unpack = len(buf), _U32.unpack_from
-    # the lengths sit between the values: one pass, kept tight (this is most of the time of a string column).
-    # Two loops rather than one calling a converter: a call per value made the text loop 1.6x slower.
-    if text:
-        for i in range(n):
-            (size,) = unpack(buf, pos)
-            pos += 4
-            stop = pos + size
-            if stop > end:
-                raise _Bad("a BYTE_ARRAY value runs past the end of its page")
-            out[i] = buf[pos:stop].decode()
-            pos = stop
-    else:
-        for i in range(n):
-            (size,) = unpack(buf, pos)
-            pos += 4
-            stop = pos + size
-            if stop > end:
-                raise _Bad("a BYTE_ARRAY value runs past the end of its page")
-            out[i] = buf[pos:stop]
-            pos = stop
-    return _objects(out)
+    # the lengths sit between the values: one pass, kept tight (this is most of the time of a string column); text
+    # is decoded after it, a list comprehension being cheaper than a converter called in the loop
+    for i in range(n):
+        (size,) = unpack(buf, pos)
+        pos += 4
+        stop = pos + size
+        if stop > end:
+            raise _Bad("a BYTE_ARRAY value runs past the end of its page")
+        out[i] = buf[pos:stop]
+        pos = stop
+    return _objects([v.decode() for v in out] if text else out)
 
 
 def _plain(leaf: _Leaf, buf: bytes, pos: int, n: int) -> np.ndarray:
