@@ -208,6 +208,44 @@ def test_real_episode_label_is_the_checkers_and_both_layouts_import(tmp_path):
     shutil.rmtree(out)
 
 
+@pytest.mark.slow
+def test_long_calc_runs_fill_a_table_and_insert_a_chart(tmp_path):
+    from gui_app.recorders.desktop.recorder import DesktopRecorder
+
+    out = tmp_path / "out"
+    with DesktopRecorder(think=(0.1, 0.4)) as rec:
+        table = rec.record("calc_fill_table", 21, 0, out, mistake=None, rng=random.Random(21))
+        chart = rec.record("calc_insert_chart", 22, 1, out, mistake=None, rng=random.Random(22))
+    assert table.success is True and table.mistake_type is None
+    assert 20 <= table.n_steps <= 40  # a long run with still stretches, under the Actor's MAX_STEPS
+    assert chart.success is True and chart.mistake_type is None and 5 <= chart.n_steps <= 40
+    md = native.load(chart.path).metadata
+    charts = md["checker"]["observed"]["charts"]
+    assert charts and charts[0]["plots"][0]["series"][0]["val"] == md["params"]["values"][0]
+    shutil.rmtree(out)
+
+
+def test_chart_checker_reads_type_and_ranges_from_the_xlsx_zip(tmp_path):
+    import openpyxl
+    from openpyxl.chart import BarChart, Reference
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    for row in (["Region", "Units"], ["North", 3], ["South", 5], ["East", 2]):
+        ws.append(row)
+    bar = BarChart()
+    bar.type = "bar"
+    bar.add_data(Reference(ws, min_col=2, min_row=1, max_row=4), titles_from_data=True)
+    bar.set_categories(Reference(ws, min_col=1, min_row=2, max_row=4))
+    ws.add_chart(bar, "D2")
+    wb.save(tmp_path / "c.xlsx")
+    charts = chk.xlsx_charts(tmp_path / "c.xlsx")
+    assert len(charts) == 1
+    plot = charts[0]["plots"][0]
+    assert plot["type"] == "bar" and plot["bar_dir"] == "bar"
+    assert plot["series"] == [{"tx": "B1", "cat": "A2:A4", "val": "B2:B4"}]
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--tasks", "calc_fly"], "unknown desktop task(s): calc_fly"),
     (["--size", "big"], "--size must be WIDTHxHEIGHT"),

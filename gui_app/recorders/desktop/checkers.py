@@ -69,6 +69,45 @@ def xlsx_bold(path: Path, cells: list[str]) -> dict[str, bool]:
         wb.close()
 
 
+def _ref(f: str) -> str:
+    """A chart's cell reference without its sheet and ``$`` signs (``Sheet1!$B$2:$B$5`` -> ``B2:B5``)."""
+    return f.split("!")[-1].replace("$", "").replace("'", "").strip()
+
+
+def xlsx_charts(path: Path) -> list[dict[str, Any]]:
+    """The charts of an .xlsx file, read as DrawingML from ``xl/charts/chart*.xml`` in the zip: per chart its plot
+    types (``bar`` with ``bar_dir`` col/bar, ``line``, ``pie``, ...) and each series' references (``tx`` name cell,
+    ``cat`` categories, ``val`` values; sheet and ``$`` signs dropped)."""
+    import re
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    ns = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+    charts = []
+    with zipfile.ZipFile(path) as z:
+        names = sorted(n for n in z.namelist() if re.fullmatch(r"xl/charts/chart\d+\.xml", n))
+        for name in names:
+            root = ET.fromstring(z.read(name))
+            plot = root.find(f"{ns}chart/{ns}plotArea")
+            plots = []
+            for el in list(plot) if plot is not None else []:
+                tag = el.tag.removeprefix(ns)
+                if not tag.endswith("Chart"):
+                    continue
+                bar_dir = el.find(f"{ns}barDir")
+                series = []
+                for ser in el.findall(f"{ns}ser"):
+                    refs = {}
+                    for part in ("tx", "cat", "val"):
+                        f = ser.find(f"{ns}{part}//{ns}f")
+                        refs[part] = _ref(f.text or "") if f is not None else None
+                    series.append(refs)
+                plots.append({"type": tag.removesuffix("Chart"),
+                              "bar_dir": bar_dir.get("val") if bar_dir is not None else None, "series": series})
+            charts.append({"part": name, "plots": plots})
+    return charts
+
+
 def docx_paragraphs(path: Path) -> list[str]:
     import docx
 

@@ -512,6 +512,232 @@ class CalcRowFormula(CalcTask):
                        "value", {"formula": formula, "value": value})
 
 
+class CalcFillTable(CalcTask):
+    """A long run: a small table from the instruction entered row by row, with still stretches between."""
+
+    name = "calc_fill_table"
+    MISTAKES = ("typo", "wrong_cell", "missed_item", "forgot_save", "premature_stop", "wrong_then_recover")
+    #: (label header, number header, number range) per kind of table; labels are drawn in ``__init__``.
+    KINDS = {"people": ("Name", "Score", (10, 99)), "items": ("Item", "Price", (2, 250)),
+             "years": ("Year", "Units", (100, 999))}
+    #: Most steps the run plans for (the Actor stops at MAX_STEPS = 40; profile b adds a few habits on top).
+    BUDGET = 33
+
+    def __init__(self, rng: random.Random, mistake: str | None):
+        super().__init__(rng, mistake)
+        self.file = f"{rng.choice(('ledger', 'results', 'stock', 'tally'))}.xlsx"
+        self.table = rng.choice(sorted(self.KINDS))
+        self.head_label, self.head_value, (lo, hi) = self.KINDS[self.table]
+        n = rng.randint(6, 9)
+        if self.table == "people":
+            labels: list[Any] = rng.sample(NAMES, n)
+        elif self.table == "items":
+            labels = [w.capitalize() for w in rng.sample(WORDS, n)]
+        else:
+            first = rng.randint(2010, 2016)
+            labels = list(range(first, first + n))
+        self.rows = [(lab, rng.randint(lo, hi)) for lab in labels]
+        self.total = rng.random() < 0.5
+        self.total_cell = f"B{n + 2}"
+        self.params = {"file": self.file, "rows": [list(r) for r in self.rows], "first_row": 2,
+                       "total": {"cell": self.total_cell, "function": "SUM", "range": f"B2:B{n + 1}",
+                                 "expected": sum(v for _, v in self.rows)} if self.total else None}
+        table = "; ".join(f"{lab} {v}" for lab, v in self.rows)
+        extra = (f", then put the total of the {self.head_value} column in {self.total_cell} with a SUM formula"
+                 if self.total else "")
+        self.instruction = (f"In {self.file}, enter this table under the headers {self.head_label} (column A) and "
+                            f"{self.head_value} (column B), starting in row 2: {table}{extra}. Save the file in "
+                            f"its current format.")
+
+    def setup(self, desk: Desk) -> None:
+        self.write_xlsx(desk, [[self.head_label, self.head_value]])
+
+    def expected_cells(self) -> dict[str, Any]:
+        cells: dict[str, Any] = {}
+        for i, (lab, v) in enumerate(self.rows):
+            cells[f"A{i + 2}"], cells[f"B{i + 2}"] = lab, v
+        return cells
+
+    def left(self, i: int) -> int:
+        """Most steps still needed from row ``i`` on: two per row (goto, typing), the total, a save, DONE."""
+        return 2 * (len(self.rows) - i) + (3 if self.total else 0) + 4 + 1
+
+    def idle(self, a: Actor, harmless: bool = False) -> None:
+        """A still stretch: the agent re-reads the instruction, looks over what it entered, or waits (an explicit
+        WAIT, which would carry a pending deviation mark: ``harmless`` leaves it out)."""
+        a.pause(1.5, 4.0)
+        roll = self.rng.random() * (0.75 if harmless else 1.0)
+        if roll < 0.4:
+            a.look_around("re-read the instruction")
+        elif roll < 0.75:
+            a.move(cell_box(self.win["main"], f"B{self.rng.randint(2, len(self.rows) + 1)}"),
+                   target="check the entered rows")
+        else:
+            a.wait(self.rng.uniform(1.0, 3.0))
+
+    def play(self, a: Actor, desk: Desk) -> None:
+        win, n = self.win["main"], len(self.rows)
+        a.move(cell_box(win, "A1"), target="read the headers")
+        bad = self.rng.randrange(n // 2, n) if self.mistake == "premature_stop" else self.rng.randrange(1, n)
+        idle_before = set(self.rng.sample(range(1, n), k=min(n - 1, self.rng.randint(2, 4))))
+        cursor: int | None = None  # the row the cell cursor is in, as far as the agent knows
+        for i, (label, value) in enumerate(self.rows):
+            r = i + 2
+            if i == bad and self.mistake == "premature_stop":
+                self.deviate(a, "premature_stop")
+                self.done_after_looks(a)
+                return
+            if i in idle_before and a.n_steps + 1 + self.left(i) <= self.BUDGET:
+                self.idle(a)
+            if i == bad and self.mistake == "missed_item":
+                self.deviate(a, "missed_item")  # the next row's click is the first step of a run without it
+                continue
+            row, text = r, str(value)
+            if i == bad and self.mistake == "wrong_cell":
+                self.deviate(a, "wrong_cell")  # lost its place: this row and the rest land one row lower
+                row = r + 1
+            if i == bad and self.mistake == "typo":
+                self.deviate(a, "typo")
+                text = typo(text, self.rng)
+            if i == bad and self.mistake == "wrong_then_recover":
+                self.deviate(a, "wrong_then_recover")
+                text = typo(text, self.rng)
+            if self.mistake == "wrong_cell" and i > bad:
+                row = r + 1
+            if cursor != row or (self.rng.random() < 0.2 and a.n_steps + 2 + self.left(i) <= self.BUDGET):
+                self.goto(a, f"A{row}")
+            if self.rng.random() < 0.5:
+                a.type(f"{label}\t{text}\n", target=f"row {row}")
+            else:
+                a.type(f"{label}\t", target=f"A{row}")
+                a.type(f"{text}\n", target=f"B{row}")
+            cursor = row + 1  # Enter after Tab goes back to column A, one row down
+            if i == bad and self.mistake == "wrong_then_recover":
+                a.move(cell_box(win, f"B{row}"), target="check the value")
+                a.click(cell_box(win, f"B{row}"), target=f"cell B{row}")
+                a.type(f"{value}\n", target=f"correct B{row}")
+                cursor = None  # Enter moved down column B
+        if self.total:
+            self.goto(a, self.total_cell)
+            a.type(f"=SUM(B2:B{n + 1})\n", target="total formula")
+        settle = self.rng.randint(18, 22)
+        while a.n_steps < settle:  # a last look (or a few) over the table before saving
+            self.idle(a)
+        self.finish(a, lambda: self.save(a, desk))
+
+    def done_after_looks(self, a: Actor) -> None:
+        while a.n_steps < 19:  # it looks its table over, satisfied, before it stops (DONE carries the mark)
+            self.idle(a, harmless=True)
+        a.done()
+
+    def check(self, desk: Desk) -> Verdict:
+        path = self.path(desk)
+        want = self.expected_cells()
+        got = chk.xlsx_cells(path, list(want))
+        bad = [c for c, v in want.items()
+               if not (chk.same_number(got[c], v) if isinstance(v, int) else str(got[c] or "").strip() == v)]
+        observed: dict[str, Any] = {"cells": got, "wrong": bad}
+        ok = not bad
+        if self.total:
+            formula = chk.xlsx_cells(path, [self.total_cell], data_only=False)[self.total_cell]
+            value = chk.xlsx_cells(path, [self.total_cell])[self.total_cell]
+            observed["total"] = {"formula": formula, "value": value}
+            ok = ok and (isinstance(formula, str) and formula.startswith("=") and "SUM" in formula.upper()
+                         and chk.same_number(value, self.params["total"]["expected"]))
+        return Verdict(ok, "table entered" if ok else "a cell of the table or the total is missing or wrong",
+                       observed)
+
+
+class CalcInsertChart(CalcTask):
+    """Insert a chart of a given type over a data range with the Chart Wizard, then save as .xlsx."""
+
+    name = "calc_insert_chart"
+    MISTAKES = ("wrong_option", "wrong_range", "forgot_save", "premature_stop")
+    #: The wizard's chart types: row in its type list; (DrawingML plot type, c:barDir) in the saved file.
+    TYPES = {"column": (0, ("bar", "col")), "bar": (1, ("bar", "bar")), "pie": (2, ("pie", None)),
+             "line": (4, ("line", None))}
+    WIZARD = "^Chart Type$"
+
+    def __init__(self, rng: random.Random, mistake: str | None):
+        super().__init__(rng, mistake)
+        self.file = f"{rng.choice(('sales', 'visits', 'output', 'survey'))}.xlsx"
+        self.chart = rng.choice(sorted(self.TYPES))
+        self.n = rng.randint(4, 7)
+        self.ncols = 1 if self.chart == "pie" else rng.choice((1, 1, 2))
+        self.heads = rng.sample(("Units", "Sales", "Visits", "Orders", "Returns"), self.ncols)
+        self.labels = rng.sample(REGIONS, self.n)
+        self.data = [[rng.randint(5, 120) for _ in range(self.ncols)] for _ in range(self.n)]
+        self.last = cell_name(self.ncols, self.n + 1)
+        self.range = f"A1:{self.last}"
+        self.values = [f"{cell_name(c, 2)}:{cell_name(c, self.n + 1)}" for c in range(1, self.ncols + 1)]
+        self.params = {"file": self.file, "chart": self.chart, "range": self.range,
+                       "categories": f"A2:A{self.n + 1}", "values": self.values}
+        self.instruction = (f"In {self.file}, insert a {self.chart} chart of the data in {self.range} (labels in "
+                            f"column A, headers in row 1), then save the file in its current format.")
+
+    def setup(self, desk: Desk) -> None:
+        self.write_xlsx(desk, [["Region", *self.heads]] + [[lab, *row] for lab, row in zip(self.labels, self.data,
+                                                                                            strict=True)])
+
+    def open_wizard(self, a: Actor, desk: Desk) -> Window:
+        win = self.win["main"]
+        if self.rng.random() < 0.6:
+            a.click(rel(win, 134, 3, 40, 16), target="Insert menu")
+            menu = desk.display.wait_window(r"^LibreOffice \d", timeout=10)
+            a.click((menu.x + 20, menu.y + 29, 90, 16), target="Chart...")
+        else:
+            a.click(rel(win, 888, 35, 18, 18), target="Insert Chart button")
+        return desk.display.wait_window(self.WIZARD, timeout=30)
+
+    def play(self, a: Actor, desk: Desk) -> None:
+        win = self.win["main"]
+        if self.rng.random() < 0.5:
+            a.move(cell_box(win, f"B{self.rng.randint(2, self.n + 1)}"), target="look at the data")
+        a.click(cell_box(win, "A1"), target="cell A1")
+        last = self.last
+        if self.mistake == "wrong_range":
+            self.deviate(a, "wrong_range")  # the last data row left out
+            last = cell_name(self.ncols, self.n)
+        a.shift_click(cell_box(win, last), target=f"extend selection to {last}")
+        wiz = self.open_wizard(a, desk)
+        chart = self.chart
+        if self.mistake == "wrong_option":
+            self.deviate(a, "wrong_option")
+            chart = self.rng.choice([c for c in self.TYPES if c != self.chart])
+        row = self.TYPES[chart][0]
+        if row != 0 or self.rng.random() < 0.5:  # Column is preselected; agents often click it anyway
+            a.click((wiz.x + 230, wiz.y + 52 + 23 * row, 70, 14), target=f"chart type {chart.capitalize()}")
+        if self.mistake == "premature_stop":
+            self.deviate(a, "premature_stop")
+            a.done()
+            return
+        a.click((wiz.x + 850, wiz.y + 395, 70, 22), target="Finish")
+        desk.display.wait_no_window(self.WIZARD)
+        desk.display.wait_still(timeout=10.0, quiet_ms=1000)  # the chart is drawn, chart editing has begun
+        if self.rng.random() < 0.5:
+            a.press("esc", target="leave the chart")
+        # A click on a cell away from the chart ends chart editing (in chart mode the grid sits 39 px higher);
+        # the sheet's toolbars come back before anything else is typed (a Ctrl+S sent meanwhile is lost).
+        a.click(rel(win, 48, 546, 40, 12), target="cell A22", settle=6.0)
+        desk.display.wait_still(timeout=10.0, quiet_ms=1000)
+        self.finish(a, lambda: self.save(a, desk))
+
+    def check(self, desk: Desk) -> Verdict:
+        charts = chk.xlsx_charts(self.path(desk))
+        plot_type, bar_dir = self.TYPES[self.chart][1]
+        cats = self.params["categories"]
+        ok = False
+        for c in charts:
+            for p in c["plots"]:
+                vals = [s["val"] for s in p["series"]]
+                if (p["type"] == plot_type and (bar_dir is None or p["bar_dir"] == bar_dir)
+                        and sorted(vals) == sorted(self.values) and all(s["cat"] == cats for s in p["series"])):
+                    ok = True
+        reason = ("chart of the requested type over the range" if ok else
+                  "no chart" if not charts else "chart of another type or over another range")
+        return Verdict(ok, reason, {"charts": charts})
+
+
 class WriterTask(LOTask):
     domain = "libreoffice_writer"
     apps = ("libreoffice-writer",)
@@ -1598,7 +1824,7 @@ class BrowserToEditor(BrowserTask, EditorTask):
 
 
 TASKS: dict[str, type[Task]] = {t.name: t for t in (
-    CalcEnterValues, CalcFormula, CalcSort, CalcBoldHeader, CalcRowFormula,
+    CalcEnterValues, CalcFormula, CalcSort, CalcBoldHeader, CalcRowFormula, CalcFillTable, CalcInsertChart,
     WriterBoldWord, WriterReplace, WriterAppend, WriterSaveAsOdt,
     EditorReplace, EditorAppend, EditorDeleteLine,
     FilesRename, FilesMove, FilesNewFolder, FilesDelete,
