@@ -714,12 +714,22 @@ class Suggest(Bot):
 
     MISTAKES = ("wrong_option", "premature_stop")
 
+    def open_ms(self) -> float:
+        """How long B waits for the suggestions to open (ms)."""
+        return 500
+
     def solve(self) -> None:
         start, end = self.field("start"), self.field("end")
         view = self.look()
         self.write(view.by_id("tags"), start, "Tags field", refocus=False)
-        self.page.wait_step(500, "suggestions open")
-        items = [n.full for n in self.look().where(lambda n: n.tag == "li" and n.parent >= 0 and n.full)]
+        self.page.wait_step(self.open_ms(), "suggestions open")
+        if self.take_suggestion(start, end):
+            self.tap(self.look().the(lambda n: n.id == "subbtn", "Submit"), "button:Submit")
+
+    def take_suggestion(self, start: str, end: str) -> bool:
+        """Pick the suggestion that starts and ends right (another one for a ``wrong_option``) with the arrow keys;
+        False when the agent stops before picking (``premature_stop``)."""
+        items = [n.full for n in self.look().where(lambda n: n.tag == "li" and n.parent >= 0 and bool(n.full))]
         idx = next((i for i, t in enumerate(items) if t.startswith(start) and t.endswith(end)), None)
         if idx is None:
             raise BotError(f"no suggestion {start}..{end}")
@@ -730,11 +740,11 @@ class Suggest(Bot):
                 self.departs("wrong_option")
         if self.mistake == "premature_stop":
             self.stop_here()
-            return
+            return False
         for _ in range(idx + 1):
             self.page.press("<ArrowDown>", label="suggestions", settle_ms=30)
         self.page.press("<Enter>", label="take suggestion")
-        self.tap(self.look().the(lambda n: n.id == "subbtn", "Submit"), "button:Submit")
+        return True
 
 
 class Spinner(Bot):
@@ -2424,10 +2434,13 @@ class Contacts(Bot):
         self.tap(target, f"{kind} link")
 
 
-class SuggestNow(Bot):
+class SuggestNow(Suggest):
     """use-autocomplete-nodelay: type the start, pick the suggestion that ends right with the arrows, Submit."""
 
     MISTAKES = ("wrong_option", "typo", "premature_stop")
+
+    def open_ms(self) -> float:
+        return self.rng.choice((150, 250))  # no delay on this page: a shorter look
 
     def solve(self) -> None:
         start, end = self.field("start"), self.field("end")
@@ -2445,24 +2458,10 @@ class SuggestNow(Bot):
             self.tap(self.look().by_id("subbtn"), "button:Submit")
             return
         self.write(self.look().by_id("tags"), start, "Tags field", refocus=False)
-        self.page.wait_step(self.rng.choice((150, 250)), "suggestions open")
-        items = [n.full for n in self.look().where(lambda n: n.tag == "li" and n.parent >= 0 and bool(n.full))]
-        idx = next((i for i, t in enumerate(items) if t.startswith(start) and t.endswith(end)), None)
-        if idx is None:
-            raise BotError(f"no suggestion {start}..{end}")
-        if self.mistake == "wrong_option":
-            bad = [i for i, t in enumerate(items) if not (t.startswith(start) and t.endswith(end))]
-            if bad:
-                idx = self.rng.choice(bad)
-                self.departs("wrong_option")
-        if self.mistake == "premature_stop":
-            self.stop_here()
-            return
-        for _ in range(idx + 1):
-            self.page.press("<ArrowDown>", label="suggestions", settle_ms=30)
-        self.page.press("<Enter>", label="take suggestion")
-        self.hold_on()
-        self.tap(self.look().by_id("subbtn"), "button:Submit")
+        self.page.wait_step(self.open_ms(), "suggestions open")
+        if self.take_suggestion(start, end):
+            self.hold_on()
+            self.tap(self.look().by_id("subbtn"), "button:Submit")
 
 
 class Ticker(Bot):
