@@ -212,3 +212,64 @@ def test_a_word_never_matches_across_two_rows(tmp_path):
         across = ends[-2:] + starts[:2]
         assert across not in ends and across not in starts
         assert cat.count(across) == 0 and cat.count(ends[-2:]) >= 1
+
+
+_RACE = r'''
+import random, sys, threading, time
+from gui_app.core.errors import CatalogError
+from gui_app.core.library.catalog import Catalog
+
+db, root = sys.argv[1], sys.argv[2]
+rng = random.Random(0)
+answered = failed = 0
+for attempt in range(30):
+    cat = Catalog(db, library_root=root)
+    started = threading.Event()
+
+    def ask():
+        global answered, failed
+        started.set()
+        for _ in range(3):
+            try:
+                answered += len(cat.query("fail", limit=None)) > 0  # an outcome word: the rows are read whole
+                cat.count("menu")
+            except CatalogError:
+                failed += 1
+
+    worker = threading.Thread(target=ask)
+    worker.start()
+    started.wait()
+    time.sleep(rng.random() * 0.3)  # close at a different moment of the worker's read each time
+    cat.close()
+    worker.join()
+    cat.close()  # what the worker opened after the first close
+print("answered", answered, "failed", failed)
+'''
+
+
+def test_closing_a_catalog_while_another_thread_reads_it_never_crashes(tmp_path):
+    """The app closes the library's catalog from the GUI thread while a worker may be reading the rows of a query
+    (CI once died of a segmentation fault there): a connection in use is closed by its thread when its read ends,
+    so the read finishes and nothing crashes."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "lib"
+    for i in range(5):
+        make_native(root, f"t{i}", instruction=f"open the menu {i}", success=False)
+    db = tmp_path / "catalog.sqlite"
+    with Catalog(db, library_root=root) as cat:
+        cat.scan(root)
+    conn = sqlite3.connect(db)
+    cols = [c[1] for c in conn.execute("PRAGMA table_info(trajectories)")]
+    copied = ", ".join("key || '-' || n.i" if c == "key" else c for c in cols)
+    conn.execute("CREATE TEMP TABLE n(i)")
+    conn.executemany("INSERT INTO n VALUES (?)", [(i,) for i in range(6000)])
+    conn.execute(f"INSERT INTO trajectories ({', '.join(cols)}) SELECT {copied} FROM trajectories, n")
+    conn.execute("UPDATE meta SET rows_version = rows_version + 1")
+    conn.commit()
+    conn.close()
+    done = subprocess.run([sys.executable, "-c", _RACE, str(db), str(root)], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["answered", "90", "failed", "0"]  # every read finished, none was cut off

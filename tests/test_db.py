@@ -120,3 +120,46 @@ def test_catalog_and_store_raise_domain_errors_not_sqlite_errors(tmp_path: Path)
             call()
     cat.close()
     store.close()
+
+
+def test_thread_connections_close_a_connection_in_use_only_when_its_use_ends(tmp_path):
+    """close_all() from one thread while another reads: the reader keeps its connection (closing it under a read
+    crashes the interpreter) until its use ends; idle connections close at once; a later use opens a new one."""
+    import threading
+
+    conns = db.ThreadConnections()
+    path = tmp_path / "x.sqlite"
+
+    def mine() -> sqlite3.Connection:
+        conn = conns.mine()
+        if conn is None:
+            conn = sqlite3.connect(path, check_same_thread=False)
+            conns.add(conn)
+        return conn
+
+    idle = mine()
+    inside, closed, seen = threading.Event(), threading.Event(), []
+
+    def reader() -> None:
+        with conns.use():
+            conn = mine()
+            inside.set()
+            closed.wait(10)
+            seen.append(conn.execute("SELECT 1").fetchone())  # still open: its use has not ended
+            seen.append(conns.mine() is conn)
+        seen.append(conn)
+
+    worker = threading.Thread(target=reader)
+    worker.start()
+    assert inside.wait(10)
+    conns.close_all()
+    with pytest.raises(sqlite3.ProgrammingError):
+        idle.execute("SELECT 1")  # not in use: closed at once
+    closed.set()
+    worker.join(10)
+    assert seen[:2] == [(1,), True]
+    with pytest.raises(sqlite3.ProgrammingError):
+        seen[2].execute("SELECT 1")  # closed when its use ended
+    assert conns.mine() is None
+    assert mine().execute("SELECT 2").fetchone() == (2,)
+    conns.close_all()

@@ -17,13 +17,19 @@ its version bump, so a database is always at a whole version and two processes o
 a migration twice (the version is read again once the write lock is held). A failed migration rolls back and leaves
 the database at the version before it. A database written by a newer Rollscope is refused before anything is
 written to it.
+
+:class:`ThreadConnections` keeps one SQLite connection per thread for the catalog and the store, and closes them
+without pulling one from under a thread that is reading from it (which crashes the interpreter).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -33,6 +39,75 @@ from gui_app.core.errors import RollscopeError
 
 MIGRATIONS_ROOT = Path(__file__).resolve().parent / "migrations"
 _FILE = re.compile(r"^(\d+)_(.+)\.sql$")
+
+
+class ThreadConnections:
+    """Each thread's own connection to one SQLite file (opened with ``check_same_thread=False`` so that
+    :meth:`close_all` may close them from any thread), and a safe way to close them all.
+
+    A thread wraps each use of its connection in :meth:`use`. :meth:`close_all` closes at once the connections no
+    thread is using; one that a thread is using now (a query in a worker while the GUI thread closes the library) is
+    closed by that thread when its use ends, and until then that thread keeps it: its reads go on in the same
+    snapshot. ``close_all`` never waits. A thread that starts later opens a new connection.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conns: dict[int, sqlite3.Connection] = {}
+        self._users: dict[int, int] = {}  # thread -> how deep it is inside use() now
+        self._doomed: dict[int, sqlite3.Connection] = {}  # closed while in use: closed when the use ends
+
+    def mine(self) -> sqlite3.Connection | None:
+        """This thread's connection, or None when it has none yet."""
+        me = threading.get_ident()
+        with self._lock:
+            return self._conns.get(me) or self._doomed.get(me)
+
+    def add(self, conn: sqlite3.Connection) -> None:
+        """Keep ``conn`` as this thread's connection."""
+        with self._lock:
+            self._conns[threading.get_ident()] = conn
+
+    @contextmanager
+    def use(self) -> Iterator[None]:
+        """This thread uses its connection meanwhile (nests)."""
+        me = threading.get_ident()
+        with self._lock:
+            self._users[me] = self._users.get(me, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                depth = self._users.pop(me) - 1
+                doomed = self._doomed.pop(me, None) if depth == 0 else None
+                if depth:
+                    self._users[me] = depth
+            if doomed is not None:
+                doomed.close()
+
+    def drop_mine(self) -> None:
+        """Close this thread's connection (at once, or when its use ends)."""
+        me = threading.get_ident()
+        with self._lock:
+            conn = self._conns.pop(me, None)
+            if conn is not None and me in self._users:
+                self._doomed[me] = conn
+                return
+        if conn is not None:
+            conn.close()
+
+    def close_all(self) -> None:
+        """Close every connection: those in use when their use ends (see the class)."""
+        with self._lock:
+            conns, self._conns = self._conns, {}
+            idle = []
+            for thread, conn in conns.items():
+                if thread in self._users:
+                    self._doomed[thread] = conn
+                else:
+                    idle.append(conn)
+        for conn in idle:
+            conn.close()
 
 
 class MigrationError(RollscopeError):

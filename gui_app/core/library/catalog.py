@@ -40,7 +40,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from operator import itemgetter
@@ -410,9 +410,8 @@ class Catalog:
         if library_root is None and self.db_path.parent.name == CATALOG_DIR:
             library_root = self.db_path.parent.parent
         self.library_root = Path(os.path.abspath(library_root)) if library_root is not None else None
-        self._local = threading.local()
         self._lock = threading.Lock()
-        self._conns: list[sqlite3.Connection] = []
+        self._conns = db.ThreadConnections()  # each thread's own; every use of one is inside _using
         # The query cache, shared by all threads (see _snapshot): one tuple replaced whole, never changed after it is
         # published, so a reader in any thread sees a complete one without a lock.
         self._cache: tuple[tuple[int, int], RowSet] | None = None
@@ -442,11 +441,11 @@ class Catalog:
     # -- connections and schema ------------------------------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
+        conn = self._conns.mine()
         if conn is not None:
             return conn
         # isolation_level=None: we issue BEGIN/COMMIT ourselves so every write is one explicit transaction.
-        # check_same_thread=False only so close() may close every thread's connection; each thread uses its own.
+        # check_same_thread=False only so close() may close every thread's connection (see db.ThreadConnections).
         try:
             conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False, timeout=30.0,
                                    detect_types=sqlite3.PARSE_COLNAMES)
@@ -475,10 +474,12 @@ class Catalog:
         except CatalogError:
             conn.close()
             raise
-        self._local.conn = conn
-        with self._lock:
-            self._conns.append(conn)
+        self._conns.add(conn)
         return conn
+
+    def _using(self) -> AbstractContextManager[None]:
+        """This thread uses its connection meanwhile: :meth:`close` leaves it open until the use ends."""
+        return self._conns.use()
 
     def _damaged(self, exc: BaseException) -> bool:
         """Whether ``exc`` says this catalog is damaged. A file that is "not a database" counts only when it starts as
@@ -550,7 +551,8 @@ class Catalog:
         """Turn a ``sqlite3`` error into a :class:`CatalogError` naming the file (callers see domain errors only);
         a damaged file's into a :class:`CatalogDamagedError`."""
         try:
-            yield
+            with self._using():
+                yield
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise self._failure(exc, what) from exc
 
@@ -580,18 +582,15 @@ class Catalog:
 
     def close(self) -> None:
         """Close every connection this catalog opened (in any thread), once the rows being read in the background
-        (if any) stopped."""
+        (if any) stopped. A connection another thread is using now (a query in a worker) is closed by that thread as
+        soon as its use ends: close() does not wait for it, and never pulls a connection from under a reader."""
         self._stop.set()
         warmer = self._warmer
         if warmer is not None and warmer is not threading.current_thread():
             warmer.join()
         self._warmer = None
         self._stop.clear()
-        with self._lock:
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
-        self._local = threading.local()
+        self._conns.close_all()
 
     def __enter__(self) -> Catalog:
         return self
@@ -623,6 +622,11 @@ class Catalog:
         Raises:
             CatalogError: ``root`` does not exist, or the database cannot be written.
         """
+        with self._using():  # the scan's connection stays open until it ends, even if close() is called meanwhile
+            return self._scan(root, progress, cancel, force, tasks_roots)
+
+    def _scan(self, root: str | Path, progress: ProgressFn | None, cancel: CancelFn | None, force: bool,
+              tasks_roots: Sequence[str | Path] | None) -> ScanReport:
         from gui_app.core.trajectory import formats
 
         t0 = time.perf_counter()
@@ -1355,14 +1359,7 @@ class Catalog:
 
     def _drop_conn(self) -> None:
         """Close this thread's connection (the background reader's, when it ends)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            return
-        self._local.conn = None
-        with self._lock:
-            if conn in self._conns:
-                self._conns.remove(conn)
-        conn.close()
+        self._conns.drop_mine()
 
     def get(self, key: str) -> CatalogRow | None:
         """The row of one trajectory by its key (a path, as :func:`gui_app.core.trajectory.formats.load` takes it) or
@@ -1503,15 +1500,16 @@ class Catalog:
 
     def _write(self, what: str, sql: str, args: tuple[Any, ...]) -> None:
         """One statement in its own write transaction."""
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute(sql, args)
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise self._failure(exc, what) from exc
+        with self._using():
+            conn = self._conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(sql, args)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise self._failure(exc, what) from exc
 
     # -- scores ----------------------------------------------------------------------------------------------
 
@@ -1549,15 +1547,16 @@ class Catalog:
                   opt(score.text_reads, int), *_safety_columns(score.safety),
                   json.dumps({str(k): int(v) for k, v in score.usage.items()}) if score.usage else None,
                   score.rationale or None)
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute(f"INSERT INTO scores ({_SCORE_COLUMNS}) VALUES ({','.join('?' * len(values))})", values)
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise self._failure(exc, "write a score") from exc
+        with self._using():
+            conn = self._conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(f"INSERT INTO scores ({_SCORE_COLUMNS}) VALUES ({','.join('?' * len(values))})", values)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise self._failure(exc, "write a score") from exc
 
     def ood_scores(self) -> dict[str, float]:
         """The out-of-distribution measure of each key's latest score (keys never scored, or scored before the

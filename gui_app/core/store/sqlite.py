@@ -47,9 +47,7 @@ class SqliteAnnotationStore(SqlAnnotationStore):
         self.busy_timeout = busy_timeout
         self.read_only = read_only
         self._uri: str | None = None  # how read-only connections open the file (see _connect_read_only)
-        self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
-        self._conns_lock = threading.Lock()
+        self._conns = db.ThreadConnections()  # each thread's own; every use of one is inside its use()
         self._closed = False
         if not read_only:
             self._create_if_missing()
@@ -181,15 +179,15 @@ class SqliteAnnotationStore(SqlAnnotationStore):
         """
         if self._closed:
             raise StoreError(self.path, "the annotation store is closed")
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        conn = self._conns.mine()
         if conn is not None:
             return conn
         if self.read_only:
             conn = self._connect_read_only()
         else:
             try:
-                # check_same_thread=False only so close() may close every thread's connection; each thread uses
-                # its own.
+                # check_same_thread=False only so close() may close every thread's connection (see
+                # db.ThreadConnections).
                 conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
                                        check_same_thread=False)
             except sqlite3.Error as exc:
@@ -207,15 +205,14 @@ class SqliteAnnotationStore(SqlAnnotationStore):
             except sqlite3.Error as exc:
                 conn.close()
                 raise StoreError(self.path, f"cannot open annotation store: {exc}") from exc
-        self._local.conn = conn
-        with self._conns_lock:
-            self._conns.append(conn)
+        self._conns.add(conn)
         return conn
 
     @property
     def schema_version(self) -> int:
         try:
-            return db.schema_version(self._conn())
+            with self._conns.use():
+                return db.schema_version(self._conn())
         except sqlite3.Error as exc:
             raise StoreError(self.path, f"read failed: {exc}") from exc
 
@@ -227,6 +224,10 @@ class SqliteAnnotationStore(SqlAnnotationStore):
         Each attempt waits up to ``busy_timeout`` for the lock, so a write can take ``RETRIES`` times as long: the
         app runs writes in a worker (``gui_app.qt.workers``), never in the GUI thread.
         """
+        with self._conns.use():
+            return self._attempts(fn)
+
+    def _attempts(self, fn: Callable[[Cursor], T]) -> T:
         delay = 0.005
         conn = self._conn()
         for _attempt in range(self.RETRIES):
@@ -260,20 +261,22 @@ class SqliteAnnotationStore(SqlAnnotationStore):
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
-            return self._conn().execute(sql, tuple(params)).fetchall()
+            with self._conns.use():
+                return self._conn().execute(sql, tuple(params)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(self.path, f"read failed: {exc}") from exc
 
     @contextmanager
     def _snapshot(self) -> Iterator[Cursor]:
         try:
-            conn = self._conn()
-            conn.execute("BEGIN")
-            try:
-                yield conn.cursor()
-            finally:
-                if conn.in_transaction:
-                    conn.execute("COMMIT")
+            with self._conns.use():
+                conn = self._conn()
+                conn.execute("BEGIN")
+                try:
+                    yield conn.cursor()
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StoreError(self.path, f"read failed: {exc}") from exc
 
@@ -291,12 +294,8 @@ class SqliteAnnotationStore(SqlAnnotationStore):
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread); later calls raise :class:`StoreError`."""
-        with self._conns_lock:
-            self._closed = True
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
-        self._local = threading.local()
+        self._closed = True
+        self._conns.close_all()
 
 
 # What ``rollscope labels migrate`` reports, in words, for each count (tables, and the adjudicated records).
