@@ -45,7 +45,7 @@ def main() -> int:
     p.add_argument("--labels", default="0,25,50,100,200", help="label counts of the curve")
     p.add_argument("--minutes", type=float, default=10.0, help="fine-tune time budget per point")
     p.add_argument("--epochs", type=int, default=12)
-    p.add_argument("--recipe", default="auto", help="the fine-tune recipe: auto, calibrate, trees, head or full")
+    p.add_argument("--recipe", default="auto", help="the fine-tune recipe: auto, keep, calibrate, trees, head or full")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads while fine-tuning")
     p.add_argument("--cache", default="", help="perception cache (default: data/bench/learning_curve/.perception)")

@@ -118,12 +118,14 @@ class FinetuneArgs:
     folds: int = 4
 
 
-#: What a fine-tune may change, simplest first (a tie keeps the simpler): ``calibrate`` refits only the calibration
+#: What a fine-tune may change, simplest first (a tie keeps the simpler): ``keep`` changes nothing (the base's network,
+#: calibration and threshold: what the labels are judged by when no recipe judges them better, so that a fine-tune
+#: chosen on a few labels does not leave the judge worse than it found it); ``calibrate`` refits only the calibration
 #: and threshold on the frozen network (an agent that succeeds more or less often than the training ones);
 #: ``trees`` also fits agent trees on the labels' run features (:mod:`models.trees`: what this agent's successes and
 #: failures look like), averaged in; ``head`` trains the output heads (success head, run-level MLP, first-step head)
 #: on frozen features; ``full`` trains the whole network, pulled towards the base weights.
-RECIPES = ("calibrate", "trees", "head", "full")
+RECIPES = ("keep", "calibrate", "trees", "head", "full")
 _HEADS = ("success_head.", "run_mlp.", "frame_head.")
 
 
@@ -318,7 +320,7 @@ def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Call
     """The fine-tuning loop (see the module docstring) with one of :data:`RECIPES`, within ``budget`` seconds
     (default: the args' minutes); returns the per-epoch history."""
     rng = random.Random(args.seed)
-    if recipe in ("calibrate", "trees"):  # the network stays as it is
+    if recipe in ("keep", "calibrate", "trees"):  # the network stays as it is
         return []
     anchor = {name: p.detach().clone() for name, p in net.named_parameters()}
     if recipe == "head":
@@ -385,7 +387,8 @@ def _p_success(p_network: np.ndarray, recs: Sequence[Record], base: RewardModel 
                agent: RunTrees | None = None) -> np.ndarray:
     """p_success of ``recs`` from the network's calibrated probabilities: averaged with the ``base`` model's run
     trees where it has them, which a fine-tune keeps as they are (with their calibration), then with this
-    fine-tune's ``agent`` trees where the recipe fits them (a base's own agent trees are not carried over)."""
+    fine-tune's ``agent`` trees where the recipe fits them (a base's own agent trees: carried over by ``keep``
+    only)."""
     feats = np.stack([r.example.run_feat for r in recs])
     p_trees = None if base is None or base.trees is None else base.trees.p(feats)
     tcal = Calibration() if base is None else base.checkpoint.trees_calibration
@@ -416,7 +419,14 @@ def choose_recipe(base_net: RewardNet, items: list[Perceived], args: FinetuneArg
             fold_of[i] = j % args.folds
     t0 = time.monotonic()
     scores: dict[str, float] = {}
-    for recipe in RECIPES:
+    if base is not None:  # nothing is fitted: every label is out of sample for the base as it is
+        logits, _, _ = predict(base_net, [it.record for it in items])
+        cal = base.calibration
+        pred = _p_success(expit(cal.a * logits + cal.b), [it.record for it in items], base,
+                          base.agent_trees) >= base.threshold
+        scores["keep"] = float((pred == np.array([bool(it.record.success) for it in items])).mean())
+        log(f"recipe keep: accuracy of the base as it is {scores['keep']:.3f}")
+    for recipe in RECIPES[1:]:
         right = n = 0
         for f in range(args.folds):
             train = [it for it, k in zip(items, fold_of) if k != f]
@@ -519,11 +529,16 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     y = np.array([r.success for r in recs], dtype=float)
     out.mkdir(parents=True, exist_ok=True)
     agent_bytes = _agent_trees(recs, args.seed) if recipe == "trees" else None
+    if recipe == "keep" and base_torch.checkpoint.agent_trees is not None:  # a fine-tuned base's, carried over
+        agent_bytes = Path(base_torch.checkpoint.agent_trees).read_bytes()
     agent_path = None if agent_bytes is None else out / AGENT_TREES_FILE
     if agent_path is not None and agent_bytes is not None:
         publish_file(agent_path, lambda tmp: tmp.write_bytes(agent_bytes))
     a, b, thr, p_train = _fit_output(logits, y, recs, base_torch,
                                      None if agent_bytes is None else RunTrees(agent_bytes))
+    if recipe == "keep":  # the base's own calibration and threshold
+        a, b, thr = base_torch.calibration.a, base_torch.calibration.b, base_torch.threshold
+        p_train = _p_success(expit(a * logits + b), recs, base_torch, base_torch.agent_trees)
     ood = _ood_reference(ood_vectors(embs, recs), seed=args.seed)
     info = {"base": str(base_path), "base_name": base_scoring.name, "seed": args.seed, "n_train": len(train_items),
             "n_heldout": len(held_items), "train_seconds": train_seconds, "epochs_run": len(history),
@@ -531,6 +546,8 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     base = base_torch.checkpoint
     # the ranges seen: the base's (what its weights learnt from), widened by the labelled runs'
     ood_ref = OODReference(**ood, summary_range=summary_ranges(recs).union(base.ood.summary_range))
+    if recipe == "keep":
+        ood_ref = base.ood
     replace(base, calibration=Calibration(a, b), threshold=thr, ood=ood_ref, versions=versions(), name=out.name,
             finetune=info, onnx_max_abs_diff=None, agent_trees=agent_path, state_dict=net.state_dict()
             ).save(out / RUN_FILE)

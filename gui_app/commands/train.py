@@ -58,8 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--catalog", default=None, help="the library's catalog (default: ROOT/.rollscope/catalog.sqlite)")
     g.add_argument("--base", default=None, help="model to start from: weights folder or run (default: the active "
                                                 "model, else the shipped weights)")
-    g.add_argument("--recipe", default="auto", choices=("auto", "calibrate", "trees", "head", "full"),
+    g.add_argument("--recipe", default="auto", choices=("auto", "keep", "calibrate", "trees", "head", "full"),
                    help="what the fine-tune changes: auto (chosen by cross-validation on the labels, the default), "
+                        "keep (nothing: the base as it is, when no recipe judges the labels better), "
                         "calibrate (calibration and threshold only), trees (agent trees on the labels' run features "
                         "too), head (the output heads) or full (the whole network)")
     g.add_argument("--minutes", type=float, default=10.0, help="training time budget in minutes (default 10; 0: none)")

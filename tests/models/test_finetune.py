@@ -12,6 +12,7 @@ import torch
 
 from gui_app.cli import main
 from gui_app.core.store.record import Annotation
+from gui_app.core.trajectory.formats import native
 from gui_app.core.settings import active_model
 from gui_app.core.store.backends import open_store
 from gui_app.core.annotation.teaching import known_outcomes, label_store, labelled_runs
@@ -88,7 +89,7 @@ def test_fine_tune_from_the_store_end_to_end(labelled, samples, tiny_weights, ca
     run = tmp_path / "run"
     rc, report, err = cli_json(["train", "--from-labels", "--store", str(path), "--root", str(samples), "--base",
                                 str(tiny_weights), "--out", str(run), "--cache", str(cache), "--minutes", "3",
-                                "--activate", "--json"], capsys)
+                                "--recipe", "full", "--activate", "--json"], capsys)  # auto: its own test
     if rc == 1:  # the random tiny base may beat its fine-tune on 5 held-out runs: --activate then refuses, by rule
         assert "not activated" in err and "rollscope model use" in err, err
         report = json.loads((run / "report.json").read_text())
@@ -292,7 +293,7 @@ def test_recipes_change_only_what_they_say_and_auto_reports_its_choice(labelled,
     base = torch.load(tiny_weights / "model.pt", weights_only=False)
     base = base.get("state_dict", base)
     states = {}
-    for recipe in ("calibrate", "trees", "head", "auto"):
+    for recipe in ("keep", "calibrate", "trees", "head", "auto"):
         args = FinetuneArgs(out=str(tmp_path / recipe), base=str(tiny_weights), cache=str(cache), epochs=3,
                             holdout=0, recipe=recipe, folds=2)
         report = finetune(args, runs, log=lambda m: None)
@@ -301,8 +302,14 @@ def test_recipes_change_only_what_they_say_and_auto_reports_its_choice(labelled,
         # only the trees recipe fits agent trees, and the model it exports scores with them
         assert (tmp_path / recipe / "agent_trees.onnx").is_file() == (report["recipe"] == "trees")
         assert (RewardModel.load(tmp_path / recipe).agent_trees is not None) == (report["recipe"] == "trees")
-    for recipe in ("calibrate", "trees"):  # the network is untouched
+    for recipe in ("keep", "calibrate", "trees"):  # the network is untouched
         assert all(torch.equal(states[recipe][k], base[k].float()) for k in base)
+    # keep changes nothing: the base's calibration and threshold, the same p_success on any run
+    kept, original = RewardModel.load(tmp_path / "keep"), RewardModel.load(tiny_weights)
+    assert (kept.calibration, kept.threshold) == (original.calibration, original.threshold)
+    traj = native.load(samples / "miniwob" / "enter-text-typo")
+    assert abs(kept.score(traj).p_success - original.score(traj).p_success) < 1e-3  # re-exported: float rounding
+    assert "keep" in report["cross_validated"]  # auto weighs the base as it is against every recipe
     heads = ("success_head.", "run_mlp.", "frame_head.")
     moved = {k for k in base if not torch.equal(states["head"][k], base[k].float())}
     assert moved and all(k.startswith(heads) for k in moved)
