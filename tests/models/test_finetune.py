@@ -16,7 +16,8 @@ from gui_app.core.trajectory.formats import native
 from gui_app.core.settings import active_model
 from gui_app.core.store.backends import open_store
 from gui_app.core.annotation.teaching import known_outcomes, label_store, labelled_runs
-from models.finetune import RECIPES, REPORT_ROWS, FinetuneArgs, FinetuneError, finetune, heldout_split, is_worse
+from models.finetune import (RECIPES, REPORT_ROWS, FinetuneArgs, FinetuneError, finetune, heldout_split, is_worse,
+                             pick_recipe)
 from models.runtime import RewardModel
 
 
@@ -317,3 +318,13 @@ def test_recipes_change_only_what_they_say_and_auto_reports_its_choice(labelled,
     with pytest.raises(FinetuneError):
         finetune(FinetuneArgs(out=str(tmp_path / "x"), base=str(tiny_weights), cache=str(cache), recipe="magic"),
                  runs, log=lambda m: None)
+
+
+def test_auto_keeps_the_simpler_recipe_unless_training_the_network_wins_clearly():
+    """A tie keeps the simpler recipe; head or full must beat the best of the others by more than two points (they
+    fit thousands of weights on a few dozen labels per fold); the base as it is wins when nothing beats it."""
+    assert pick_recipe({"keep": 0.66, "calibrate": 0.67, "trees": 0.69, "head": 0.65, "full": 0.70}) == "trees"
+    assert pick_recipe({"keep": 0.66, "calibrate": 0.67, "trees": 0.69, "head": 0.65, "full": 0.72}) == "full"
+    assert pick_recipe({"keep": 0.70, "calibrate": 0.70, "trees": 0.69}) == "keep"
+    assert pick_recipe({"keep": 0.70, "calibrate": 0.73, "trees": 0.73, "head": 0.74}) == "calibrate"
+    assert pick_recipe({"head": 0.8}) == "head" and pick_recipe({}) == "calibrate"
