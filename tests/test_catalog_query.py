@@ -215,7 +215,7 @@ def test_a_word_never_matches_across_two_rows(tmp_path):
 
 
 _RACE = r'''
-import random, sys, threading, time
+import random, sys, threading
 from gui_app.core.errors import CatalogError
 from gui_app.core.library.catalog import Catalog
 
@@ -224,7 +224,7 @@ rng = random.Random(0)
 answered = failed = 0
 for attempt in range(30):
     cat = Catalog(db, library_root=root)
-    started = threading.Event()
+    started, finished = threading.Event(), threading.Event()
 
     def ask():
         global answered, failed
@@ -235,11 +235,12 @@ for attempt in range(30):
                 cat.count("menu")
             except CatalogError:
                 failed += 1
+        finished.set()
 
     worker = threading.Thread(target=ask)
     worker.start()
     started.wait()
-    time.sleep(rng.random() * 0.3)  # close at a different moment of the worker's read each time
+    finished.wait(rng.random() * 0.3)  # close at a different moment of the worker's reads each time (or after)
     cat.close()
     worker.join()
     cat.close()  # what the worker opened after the first close
