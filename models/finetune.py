@@ -558,20 +558,20 @@ def finetune(args: FinetuneArgs, runs: Sequence[LabelledRun], log: Callable[[str
     agent_path = None if agent_bytes is None else out / AGENT_TREES_FILE
     if agent_path is not None and agent_bytes is not None:
         publish_file(agent_path, lambda tmp: tmp.write_bytes(agent_bytes))
-    a, b, thr, p_train = _fit_output(logits, y, recs, base_torch,
-                                     None if agent_bytes is None else RunTrees(agent_bytes))
-    if recipe == "keep":  # the base's own calibration and threshold
+    base = base_torch.checkpoint
+    if recipe == "keep":  # the base's own calibration, threshold and OOD reference
         a, b, thr = base_torch.calibration.a, base_torch.calibration.b, base_torch.threshold
         p_train = _p_success(expit(a * logits + b), recs, base_torch, base_torch.agent_trees)
-    ood = _ood_reference(ood_vectors(embs, recs), seed=args.seed)
+        ood_ref = base.ood
+    else:
+        a, b, thr, p_train = _fit_output(logits, y, recs, base_torch,
+                                         None if agent_bytes is None else RunTrees(agent_bytes))
+        # the ranges seen: the base's (what its weights learnt from), widened by the labelled runs'
+        ood_ref = OODReference(**_ood_reference(ood_vectors(embs, recs), seed=args.seed),
+                               summary_range=summary_ranges(recs).union(base.ood.summary_range))
     info = {"base": str(base_path), "base_name": base_scoring.name, "seed": args.seed, "n_train": len(train_items),
             "n_heldout": len(held_items), "train_seconds": train_seconds, "epochs_run": len(history),
             "recipe": recipe, "cross_validated": cv, "args": asdict(args)}
-    base = base_torch.checkpoint
-    # the ranges seen: the base's (what its weights learnt from), widened by the labelled runs'
-    ood_ref = OODReference(**ood, summary_range=summary_ranges(recs).union(base.ood.summary_range))
-    if recipe == "keep":
-        ood_ref = base.ood
     replace(base, calibration=Calibration(a, b), threshold=thr, ood=ood_ref, versions=versions(), name=out.name,
             finetune=info, onnx_max_abs_diff=None, agent_trees=agent_path, state_dict=net.state_dict()
             ).save(out / RUN_FILE)

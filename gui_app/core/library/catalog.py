@@ -1547,16 +1547,8 @@ class Catalog:
                   opt(score.text_reads, int), *_safety_columns(score.safety),
                   json.dumps({str(k): int(v) for k, v in score.usage.items()}) if score.usage else None,
                   score.rationale or None)
-        with self._using():
-            conn = self._conn()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute(f"INSERT INTO scores ({_SCORE_COLUMNS}) VALUES ({','.join('?' * len(values))})", values)
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise self._failure(exc, "write a score") from exc
+        self._write("write a score", f"INSERT INTO scores ({_SCORE_COLUMNS}) VALUES ({','.join('?' * len(values))})",
+                    values)
 
     def ood_scores(self) -> dict[str, float]:
         """The out-of-distribution measure of each key's latest score (keys never scored, or scored before the
