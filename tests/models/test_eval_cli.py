@@ -75,3 +75,19 @@ def test_export_of_a_missing_run_is_a_clean_error(tmp_path, capsys):
 def test_train_refuses_a_config_that_is_not_json(tmp_path, capsys):
     assert main(["train", "--data", str(tmp_path), "--out", str(tmp_path / "run"), "--config", "{d_model: 64"]) == 1
     assert "--config: not JSON" in capsys.readouterr().err
+
+
+def test_a_split_the_dataset_does_not_have_is_a_clean_error_not_an_empty_table(tiny_weights, samples, tmp_path,
+                                                                               capsys):
+    import polars as pl
+
+    run = samples / "miniwob" / "login-user-success"
+    doc = json.loads((run / "trajectory.json").read_text())
+    pl.DataFrame([{"path": str(run), "id": "a", "instruction": doc["instruction"], "success": True,
+                   "first_error_step": None, "split": "test", "n_steps": len(doc["steps"])}],
+                 schema_overrides={"first_error_step": pl.Int64}).write_parquet(tmp_path / "manifest.parquet")
+    assert main(["eval", str(tmp_path), "--model", str(tiny_weights), "--split", "all", "--json"]) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'manifest.parquet'}: field 'split': no 'all' split (it has test)" in err
+    assert main(["eval", str(tmp_path), "--model", str(tiny_weights), "--split", "test", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["splits"]["test"]["all"]["n"] == 1
