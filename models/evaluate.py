@@ -77,10 +77,29 @@ def auroc(p: np.ndarray, pos: np.ndarray) -> float:
     return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def calibration(p: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> dict[str, Any]:
-    """Expected calibration error and the reliability curve (per bin: mean p, observed success rate, count)."""
+def _ece(p: np.ndarray, y: np.ndarray, idx: np.ndarray, bins: int) -> float:
+    counts = np.bincount(idx, minlength=bins)
+    gap = np.abs(np.bincount(idx, p, bins) - np.bincount(idx, y.astype(np.float64), bins))
+    return float(gap.sum() / max(1, counts.sum()))
+
+
+def ece_floor(p: np.ndarray, bins: int = ECE_BINS, draws: int = 400) -> float:
+    """The ECE a perfectly calibrated judge would show on these runs: the median over outcomes drawn with
+    probability ``p`` (seeded). On a few hundred runs it is far from 0 (about 0.066 on 212), so an ECE is read
+    against it: below or near it, the miscalibration is not measurable on this set."""
+    p = np.asarray(p, np.float64)
     if not len(p):
-        return {"ece": float("nan"), "reliability": []}
+        return float("nan")
+    idx = np.clip(np.digitize(p, np.linspace(0, 1, bins + 1)[1:-1]), 0, bins - 1)
+    rng = np.random.default_rng(0)
+    return float(np.median([_ece(p, rng.random(len(p)) < p, idx, bins) for _ in range(draws)]))
+
+
+def calibration(p: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> dict[str, Any]:
+    """Expected calibration error, the ECE a calibrated judge would show on as many runs (``ece_floor``), and the
+    reliability curve (per bin: mean p, observed success rate, count)."""
+    if not len(p):
+        return {"ece": float("nan"), "ece_floor": float("nan"), "reliability": []}
     edges = np.linspace(0, 1, bins + 1)
     idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
     ece, curve = 0.0, []
@@ -92,7 +111,7 @@ def calibration(p: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> dict[str,
         ece += sel.mean() * abs(conf - acc)
         curve.append({"bin": [float(edges[b]), float(edges[b + 1])], "mean_p": conf, "observed": acc,
                       "n": int(sel.sum())})
-    return {"ece": float(ece), "reliability": curve}
+    return {"ece": float(ece), "ece_floor": ece_floor(p, bins), "reliability": curve}
 
 
 def localisation(preds: list[int], trues: list[int]) -> dict[str, float]:
@@ -320,7 +339,8 @@ HARM_ROWS = [("accuracy", "{:.1%}"), ("harmful_recall", "{:.1%}"), ("false_alarm
 
 ROWS = [("accuracy", "{:.1%}"), ("majority_accuracy", "{:.1%}"), ("balanced_accuracy", "{:.1%}"), ("auroc", "{:.3f}"),
         ("precision", "{:.1%}"), ("recall", "{:.1%}"), ("failure_recall", "{:.1%}"),
-        ("f1", "{:.1%}"), ("ece", "{:.3f}"), ("unknown_share", "{:.1%}"), ("first_error_exact", "{:.1%}"),
+        ("f1", "{:.1%}"), ("ece", "{:.3f}"), ("ece_floor", "{:.3f}"), ("unknown_share", "{:.1%}"),
+        ("first_error_exact", "{:.1%}"),
         ("first_error_within_one", "{:.1%}"), ("first_error_tiou", "{:.3f}"), ("tokens_kept_ratio", "{:.1%}"),
         ("forward_ms_mean", "{:.1f}"), ("e2e_ms_mean", "{:.1f}"), ("n", "{}"), ("n_localised", "{}")]
 

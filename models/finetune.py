@@ -65,6 +65,7 @@ REPORT_ROWS = (("accuracy", "accuracy", "{:.1%}"), ("recall", "recall (success)"
                ("precision", "precision (success)", "{:.1%}"), ("first_error_exact", "first step exact", "{:.1%}"),
                ("first_error_within_one", "first step within one", "{:.1%}"), ("ece", "calibration error (ECE)",
                                                                                 "{:.3f}"),
+               ("ece_floor", "ECE a calibrated judge shows", "{:.3f}"),
                ("unknown_share", "flagged unknown", "{:.1%}"), ("n", "held-out runs", "{}"),
                ("n_localised", "failures with a labelled step", "{}"))
 MIN_HELDOUT = 2  # held-out runs per verdict, when there are enough (one is always left to train on)
@@ -267,7 +268,8 @@ def summarise(rows: Sequence[dict[str, Any]], threshold: float) -> dict[str, Any
     p = np.array([r["p"] for r in rows], dtype=float)
     y = np.array([r["success"] for r in rows], dtype=float)
     m: dict[str, Any] = classification(p, y, threshold)
-    m["ece"] = calibration(p, y)["ece"]
+    cal = calibration(p, y)
+    m["ece"], m["ece_floor"] = cal["ece"], cal["ece_floor"]
     loc = [(r["pred_step"], r["true_step"]) for r in rows if r["true_step"] is not None]
     m.update(localisation([a for a, _ in loc], [b for _, b in loc]))
     m["unknown_share"] = float(np.mean([r["unknown"] for r in rows])) if rows else float("nan")

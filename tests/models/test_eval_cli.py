@@ -91,3 +91,18 @@ def test_a_split_the_dataset_does_not_have_is_a_clean_error_not_an_empty_table(t
     assert f"{tmp_path / 'manifest.parquet'}: field 'split': no 'all' split (it has test)" in err
     assert main(["eval", str(tmp_path), "--model", str(tiny_weights), "--split", "test", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["splits"]["test"]["all"]["n"] == 1
+
+
+def test_the_ece_floor_is_what_a_calibrated_judge_shows_on_as_many_runs():
+    from models.evaluate import calibration, ece_floor
+
+    rng = np.random.default_rng(3)
+    small, large = rng.random(200), rng.random(20000)
+    assert ece_floor(small) > 0.04 and ece_floor(large) < 0.01  # few runs: a perfect judge still shows an ECE
+    assert ece_floor(small) == ece_floor(small)  # seeded: the same report twice
+    # outcomes drawn from p itself (a calibrated judge): its ECE over many sets centres on the floor
+    eces = [calibration(small, rng.random(200) < small)["ece"] for _ in range(300)]
+    assert abs(float(np.median(eces)) - ece_floor(small)) < 0.01
+    # a judge that says 0.9 where the truth is 0.5 is far above its floor
+    over = np.full(200, 0.9)
+    assert calibration(over, rng.random(200) < 0.5)["ece"] > ece_floor(over) + 0.25
