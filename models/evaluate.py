@@ -77,10 +77,15 @@ def auroc(p: np.ndarray, pos: np.ndarray) -> float:
     return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
+def _bins(p: np.ndarray, bins: int) -> np.ndarray:
+    """Each probability's bin of ``bins`` equal bins over [0, 1]."""
+    return np.clip(np.digitize(p, np.linspace(0, 1, bins + 1)[1:-1]), 0, bins - 1)
+
+
 def _ece(p: np.ndarray, y: np.ndarray, idx: np.ndarray, bins: int) -> float:
-    counts = np.bincount(idx, minlength=bins)
+    """Per bin, |sum of p - successes|, summed over bins and divided by the count: the bins' gaps weighted by size."""
     gap = np.abs(np.bincount(idx, p, bins) - np.bincount(idx, y.astype(np.float64), bins))
-    return float(gap.sum() / max(1, counts.sum()))
+    return float(gap.sum() / max(1, len(p)))
 
 
 def ece_floor(p: np.ndarray, bins: int = ECE_BINS, draws: int = 400) -> float:
@@ -90,7 +95,7 @@ def ece_floor(p: np.ndarray, bins: int = ECE_BINS, draws: int = 400) -> float:
     p = np.asarray(p, np.float64)
     if not len(p):
         return float("nan")
-    idx = np.clip(np.digitize(p, np.linspace(0, 1, bins + 1)[1:-1]), 0, bins - 1)
+    idx = _bins(p, bins)
     rng = np.random.default_rng(0)
     return float(np.median([_ece(p, rng.random(len(p)) < p, idx, bins) for _ in range(draws)]))
 
@@ -101,17 +106,14 @@ def calibration(p: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> dict[str,
     if not len(p):
         return {"ece": float("nan"), "ece_floor": float("nan"), "reliability": []}
     edges = np.linspace(0, 1, bins + 1)
-    idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
-    ece, curve = 0.0, []
+    idx = _bins(p, bins)
+    curve = []
     for b in range(bins):
         sel = idx == b
-        if not sel.any():
-            continue
-        conf, acc = float(p[sel].mean()), float(y[sel].mean())
-        ece += sel.mean() * abs(conf - acc)
-        curve.append({"bin": [float(edges[b]), float(edges[b + 1])], "mean_p": conf, "observed": acc,
-                      "n": int(sel.sum())})
-    return {"ece": float(ece), "ece_floor": ece_floor(p, bins), "reliability": curve}
+        if sel.any():
+            curve.append({"bin": [float(edges[b]), float(edges[b + 1])], "mean_p": float(p[sel].mean()),
+                          "observed": float(y[sel].mean()), "n": int(sel.sum())})
+    return {"ece": _ece(p, y, idx, bins), "ece_floor": ece_floor(p, bins), "reliability": curve}
 
 
 def localisation(preds: list[int], trues: list[int]) -> dict[str, float]:
