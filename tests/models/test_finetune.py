@@ -6,7 +6,9 @@ seconds; the perception cache is shared between the tests."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -303,6 +305,8 @@ def test_recipes_change_only_what_they_say_and_auto_reports_its_choice(labelled,
         # only the trees recipe fits agent trees, and the model it exports scores with them
         assert (tmp_path / recipe / "agent_trees.onnx").is_file() == (report["recipe"] == "trees")
         assert (RewardModel.load(tmp_path / recipe).agent_trees is not None) == (report["recipe"] == "trees")
+    # the trees recipe decides at 0.5: its trees were fitted on these labels, so no threshold is chosen on them
+    assert RewardModel.load(tmp_path / "trees").threshold == 0.5
     for recipe in ("keep", "calibrate", "trees"):  # the network is untouched
         assert all(torch.equal(states[recipe][k], base[k].float()) for k in base)
     # keep changes nothing: the base's calibration and threshold, the same p_success on any run
@@ -328,3 +332,19 @@ def test_auto_keeps_the_simpler_recipe_unless_training_the_network_wins_clearly(
     assert pick_recipe({"keep": 0.70, "calibrate": 0.70, "trees": 0.69}) == "keep"
     assert pick_recipe({"keep": 0.70, "calibrate": 0.73, "trees": 0.73, "head": 0.74}) == "calibrate"
     assert pick_recipe({"head": 0.8}) == "head" and pick_recipe({}) == "calibrate"
+
+
+def test_a_threshold_is_never_chosen_on_agent_trees_own_training_runs():
+    """Agent trees fitted on the labels score those labels in-sample; a threshold chosen there would fit the noise of
+    a hundred labels. Without agent trees (the calibrate recipe) the threshold is chosen on the labels."""
+    from models.finetune import _fit_output
+    from models.trees import AGENT_PARAMS, RunTrees, fit_trees
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 41)).astype(np.float32)
+    y = (x[:, 0] + rng.normal(scale=0.5, size=60) > 0.8).astype(float)  # a success rate far from one half
+    logits = x[:, 0] * 2.0
+    recs = [SimpleNamespace(example=SimpleNamespace(run_feat=row)) for row in x]
+    agent = RunTrees(fit_trees(x, y.astype(bool), 0, AGENT_PARAMS))
+    assert _fit_output(logits, y, recs, None, agent)[2] == 0.5
+    assert _fit_output(logits, y, recs, None, None)[2] != 0.5
