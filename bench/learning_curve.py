@@ -90,6 +90,7 @@ def main() -> int:
     fig.add("base_accuracy", base["accuracy"])
     fig.add("base_recall", base["recall"])
     fig.add("base_ece", base["ece"])
+    fig.add("base_ece_floor", base["ece_floor"], "(the ECE a calibrated judge would show on as many runs)")
     results: dict[int, dict[str, float]] = {}
     seconds: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="rollscope-curve-") as tmp:
@@ -120,6 +121,7 @@ def main() -> int:
             fig.add(f"accuracy_{n}_labels", m["accuracy"])
             fig.add(f"recall_{n}_labels", m["recall"])
             fig.add(f"ece_{n}_labels", m["ece"])
+            fig.add(f"ece_floor_{n}_labels", m["ece_floor"], "(the ECE a calibrated judge would show)")
             fig.add(f"finetune_seconds_{n}_labels", rep["train_seconds"], f"s ({args.threads} torch thread(s))")
             fig.add(f"perceive_seconds_{n}_labels", rep["perceive_seconds"], "s (new runs only)")
             fig.add(f"recipe_{n}_labels", rep["recipe"], "chosen by cross-validation on the labels"
