@@ -16,7 +16,8 @@ and:
    perceptions back from the cache through a bounded buffer;
 4. refits on the training slice what depends on the network's outputs: the calibration of p_success (Platt scaling,
    with Platt's own target smoothing so that a slice the network separates perfectly does not yield infinite
-   confidence), the decision threshold, and the out-of-distribution reference (its unit, the 99th percentile
+   confidence), the decision threshold (0.5 where agent trees are fitted: their probabilities on their own labels
+   are in-sample), and the out-of-distribution reference (its unit, the 99th percentile
    distance, measured out of fold, so that runs like the training ones are not all flagged unknown), whose ranges
    of screen size, screen shape and run length are the base's widened by the training slice's;
 5. writes ``RUN/checkpoint.pt`` (:class:`models.checkpoint.Checkpoint`) and exports RUN as a weights folder
