@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from gui_app.core.trajectory.formats import native
-from gui_app.core.errors import RollscopeError
+from gui_app.core.errors import RollscopeError, TrajectoryFormatError
 from models.data import load_percept, read_manifest, record_for, with_sources
 from models.features import first_error_frame
 from models.runtime import WEIGHTS_DIR, Prepared, RewardModel
@@ -159,13 +159,29 @@ def source_of_row(row: dict[str, Any]) -> str:
     return src or ("miniwob" if str(row.get("task") or "") else "other")
 
 
-def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterable[str] = ("test", "heldout_task"),
+DEFAULT_SPLITS = ("test", "heldout_task")
+
+
+def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterable[str] | None = None,
              limit: int | None = None, cache: str | Path | None = None,
              progress: Callable[[int, int], None] | None = None, use_log: bool = True) -> dict[str, Any]:
     """Score every example of ``splits`` and report (see the module docstring); ``use_log`` False judges every
-    run as a plain recording (the video-only mode)."""
-    splits = tuple(splits)
+    run as a plain recording (the video-only mode).
+
+    ``splits`` None reports :data:`DEFAULT_SPLITS`, whichever the dataset has; a split named that the dataset does
+    not have raises :class:`TrajectoryFormatError` naming the manifest and the splits it holds (it would otherwise
+    be an empty table)."""
     df = read_manifest(ds)
+    if splits is None:
+        splits = DEFAULT_SPLITS
+    else:
+        splits = tuple(splits)
+        have = sorted({str(r["split"]) for r in df})
+        missing = [s for s in splits if s not in have]
+        if missing:
+            named = ", ".join(map(repr, missing))
+            raise TrajectoryFormatError(str(Path(ds) / "manifest.parquet"), "split",
+                                        f"no {named} split (it has {', '.join(have) or 'none'})")
     model = RewardModel.load(model_dir)
     df = [r for r in df if r["split"] in splits]
     if limit is not None:

@@ -57,7 +57,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from gui_app.commands.progress import bar
     from gui_app.core.errors import TrajectoryFormatError
     from models.evaluate import evaluate, evaluate_library, format_markdown, format_table
@@ -86,13 +85,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.library and len(args.data) > 1:
         raise TrajectoryFormatError(args.data[1], None, "one dataset at a time (several folders need --library)")
 
-    if args.split and not args.library:
-        check_splits(args.data[0], args.split)
-
     def one(use_log: bool) -> dict:
         if args.library:
             return evaluate_library(args.data, args.model, progress=progress, use_log=use_log)
-        return evaluate(args.data[0], args.model, splits=tuple(args.split or ("test", "heldout_task")),
+        return evaluate(args.data[0], args.model, splits=args.split or None,
                         limit=args.limit, cache=args.cache, progress=progress, use_log=use_log)
 
     try:
@@ -113,25 +109,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(fmt(report))
     return 0
-
-
-def check_splits(ds: str, asked: list[str]) -> None:
-    """Refuse a ``--split`` the dataset does not have (it would report an empty table, not an error).
-
-    Raises:
-        TrajectoryFormatError: naming the manifest, the ``split`` field and the splits it holds.
-    """
-    from gui_app.core.errors import TrajectoryFormatError
-    from models.data import read_manifest
-
-    try:
-        have = sorted({str(r["split"]) for r in read_manifest(ds)})
-    except (OSError, ValueError, KeyError):
-        return  # an unreadable manifest is reported by the evaluation itself
-    missing = [s for s in asked if s not in have]
-    if missing:
-        raise TrajectoryFormatError(str(Path(ds) / "manifest.parquet"), "split",
-                                    f"no {', '.join(map(repr, missing))} split (it has {', '.join(have) or 'none'})")
 
 
 def judges_asked(given: list[tuple[str, str]], model: str | None) -> list[tuple[str, str, dict[str, str]]]:
@@ -218,7 +195,6 @@ def run_judges(args: argparse.Namespace) -> int:
 
 def _label_store(root: Any, location: str | None) -> Any:
     """The annotation store at ``location`` (else the library's own file), opened without changing anything."""
-
     from gui_app.core.store.backends import open_store
     from gui_app.core.store.interface import StoreError, default_path, is_url
 
