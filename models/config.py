@@ -12,6 +12,11 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 
+#: Networks in the shipped judge: five of :class:`ModelConfig`'s shape, trained apart (seeds 0-4) and joined
+#: (``rollscope train --ensemble``); a training run trains one.
+SHIPPED_MEMBERS = 5
+
+
 @dataclass
 class ModelConfig:
     """Network shape.
@@ -27,6 +32,8 @@ class ModelConfig:
             this many keyframes, uniformly subsampled (:func:`models.features.keyframe_steps`).
         max_words: size of the instruction word position table.
         run_hidden: width of the MLP over the run's term coverage, whose logit joins the CLS logit.
+        members: networks of this shape trained apart and averaged (:class:`models.network.Ensemble`); 1 is one
+            network.
     """
 
     d_model: int = 64
@@ -38,6 +45,7 @@ class ModelConfig:
     max_frames: int = 50
     max_words: int = 40
     run_hidden: int = 32
+    members: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -35,7 +35,7 @@ from models.features import (
     VIS_FEATS,
 )
 from models.hashing import BUCKETS, IDS_PER_WORD
-from models.network import RewardNet
+from models.network import Network, build
 
 OPSET = 17
 _AXES = {"word": ("word_ids", "word_mask"), "term": ("term_ids", "term_feat", "term_mask"),
@@ -78,7 +78,7 @@ def sample_batch(cfg: ModelConfig, batch: int = 2, words: int = 5, terms: int = 
 
 
 class _Positional(torch.nn.Module):
-    def __init__(self, net: RewardNet):
+    def __init__(self, net: Network):
         super().__init__()
         self.net = net
 
@@ -86,7 +86,7 @@ class _Positional(torch.nn.Module):
         return self.net(**dict(zip(INPUT_NAMES, xs)))
 
 
-def export_network(net: RewardNet, path: str | Path, atol: float = 1e-4) -> float:
+def export_network(net: Network, path: str | Path, atol: float = 1e-4) -> float:
     """Export ``net`` to ``path``; returns the largest torch/onnxruntime difference on a fresh-shaped batch."""
     net.eval()
     wrapper = _Positional(net).eval()
@@ -122,7 +122,7 @@ def export_run(run: str | Path, out: str | Path, half: bool = True) -> dict[str,
     """Turn a training run folder into a weights folder (see the module docstring)."""
     run, out = Path(run), Path(out)
     ck = Checkpoint.load(run / RUN_FILE)
-    net = RewardNet(ck.net)
+    net = build(ck.net)
     net.load_state_dict(ck.state_dict or {})
     out.mkdir(parents=True, exist_ok=True)
     err = export_network(net, out / "model.onnx")

@@ -53,7 +53,7 @@ from models.data import (PERCEPT_SUFFIX, Record, cache_key, perceive_trajectory,
                          save_percept)
 from models.evaluate import calibration, classification, localisation
 from models.features import first_error_frame
-from models.network import RewardNet, losses
+from models.network import Network, losses
 from models.runtime import WEIGHTS_DIR, ModelLoadError, Prepared, RewardModel
 from models.train import (choose_threshold, fit_platt, noisy_percept, ood_reference, ood_vectors, predict,
                           seed_everything, summary_ranges, to_tensors)
@@ -135,6 +135,11 @@ _HEADS = ("success_head.", "run_mlp.", "frame_head.")
 #: draws of 100 labels: ``full`` won one draw by one label, 70% against the agent trees' 69%, and lifted 4.8 points
 #: where the agent trees lifted 10.9.)
 NETWORK_MARGIN = 0.02
+
+
+def _is_head(name: str) -> bool:
+    """Is parameter ``name`` one of an output head's (of the network, or of an ensemble's member ``nets.K.``)?"""
+    return name.split(".", 2)[-1].startswith(_HEADS) if name.startswith("nets.") else name.startswith(_HEADS)
 
 
 @dataclass
@@ -295,7 +300,7 @@ def is_worse(report: dict[str, Any]) -> tuple[bool, str]:
     return False, f"held-out accuracy {na:.1%} (base {ba:.1%})"
 
 
-def _anchor_loss(net: RewardNet, ref: dict[str, torch.Tensor]) -> torch.Tensor:
+def _anchor_loss(net: Network, ref: dict[str, torch.Tensor]) -> torch.Tensor:
     """Squared distance of the floating weights from the base's (L2-SP)."""
     return sum(((p - ref[n]) ** 2).sum() for n, p in net.named_parameters())  # type: ignore[return-value]
 
@@ -324,7 +329,7 @@ def _ood_reference(vecs: np.ndarray, folds: int = 5, seed: int = 0) -> dict[str,
     return ref
 
 
-def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Callable[[str], None],
+def _train(net: Network, items: list[Perceived], args: FinetuneArgs, log: Callable[[str], None],
            progress: ProgressFn | None, recipe: str = "full", budget: float | None = None) -> list[dict[str, Any]]:
     """The fine-tuning loop (see the module docstring) with one of :data:`RECIPES`, within ``budget`` seconds
     (default: the args' minutes); returns the per-epoch history."""
@@ -333,9 +338,9 @@ def _train(net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Call
         return []
     anchor = {name: p.detach().clone() for name, p in net.named_parameters()}
     if recipe == "head":
-        params = [p for name, p in net.named_parameters() if name.startswith(_HEADS)]
+        params = [p for name, p in net.named_parameters() if _is_head(name)]
         for name, p in net.named_parameters():
-            p.requires_grad_(name.startswith(_HEADS))
+            p.requires_grad_(_is_head(name))
         lr = args.lr * 3  # a few thousand weights on frozen features: a larger step
     else:
         params, lr = list(net.parameters()), args.lr
@@ -416,7 +421,7 @@ def _agent_trees(recs: Sequence[Record], seed: int) -> bytes | None:
     return fit_trees(np.stack([r.example.run_feat for r in recs]), y, seed, AGENT_PARAMS)
 
 
-def choose_recipe(base_net: RewardNet, items: list[Perceived], args: FinetuneArgs, log: Callable[[str], None],
+def choose_recipe(base_net: Network, items: list[Perceived], args: FinetuneArgs, log: Callable[[str], None],
                   budget: float, base: RewardModel | None = None) -> tuple[str, dict[str, float]]:
     """The recipe of :data:`RECIPES` with the best cross-validated accuracy on ``items`` (stratified folds; each
     fold's calibration and threshold fitted on the other folds), within ``budget`` seconds; a tie, or a recipe

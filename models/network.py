@@ -18,6 +18,8 @@ frames get -1e9) and ``embedding`` (B, d), the CLS state the out-of-distribution
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -130,8 +132,31 @@ class RewardNet(nn.Module):
         return success, frame_logits, emb
 
 
-def build(cfg: ModelConfig) -> RewardNet:
-    return RewardNet(cfg)
+class Ensemble(nn.Module):
+    """``cfg.members`` networks of one shape, trained apart (other seeds) and judged together: the mean of their
+    success and first-deviation logits, their embeddings side by side (B, members * d). Its inputs and outputs are
+    a :class:`RewardNet`'s, so it exports to one ONNX graph and the runtime cannot tell the two apart."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        one = replace(cfg, members=1)
+        self.nets = nn.ModuleList(RewardNet(one) for _ in range(cfg.members))
+
+    def forward(self, **inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        outs = [net(**inputs) for net in self.nets]
+        success = torch.stack([o[0] for o in outs]).mean(dim=0)
+        frames = torch.stack([o[1] for o in outs]).mean(dim=0)  # padding stays at -1e9 in every member
+        return success, frames, torch.cat([o[2] for o in outs], dim=-1)
+
+
+#: What :func:`build` returns: one network or an ensemble (the same inputs and outputs).
+Network = RewardNet | Ensemble
+
+
+def build(cfg: ModelConfig) -> Network:
+    """The network a config describes: one :class:`RewardNet`, or an :class:`Ensemble` of ``cfg.members``."""
+    return RewardNet(cfg) if cfg.members <= 1 else Ensemble(cfg)
 
 
 def losses(out: tuple[torch.Tensor, torch.Tensor, torch.Tensor], success: torch.Tensor, first_frame: torch.Tensor,

@@ -89,11 +89,11 @@ class _TorchBackend:
     def __init__(self, state: dict[str, Any], cfg: ModelConfig, threads: int):
         import torch
 
-        from models.network import RewardNet
+        from models.network import build
 
         torch.set_num_threads(threads)
         self.torch = torch
-        self.net = RewardNet(cfg)
+        self.net = build(cfg)
         self.net.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
         self.net.eval()
 

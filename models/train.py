@@ -18,7 +18,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from models.config import ModelConfig
 from models.data import (Record, cache_key, load_percept, load_records, perceive_all, read_manifest, record_for,
                          video_only_row, with_sources)
 from models.features import INPUT_NAMES, make_batch
-from models.network import RewardNet, losses
+from models.network import Network, build, losses
 from models.perception import PerceptionConfig, RunPercept
 from models.trees import TREES_THRESHOLD, RunTrees, blend, fit_trees, mean_logit, sigmoid
 from models.versions import mahalanobis, versions
@@ -91,7 +91,7 @@ def to_tensors(batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def predict(net: RewardNet, recs: list[Record], batch_size: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def predict(net: Network, recs: list[Record], batch_size: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(success logits (n,), first-deviation keyframe argmax (n,), embeddings (n, d))."""
     net.eval()
     logits, firsts, embs = [], [], []
@@ -214,12 +214,16 @@ def train(args: TrainArgs, log: Callable[[str], None] = print,
     """Train, calibrate, save ``checkpoint.pt``; returns the training log.
 
     Raises:
-        ValueError: no examples after filtering, or a network whose keyframe table is not the recipe's (the
-            perception cache holds ``ModelConfig.max_frames`` keyframes a run, as the runtime reads them).
+        ValueError: no examples after filtering, an ensemble config (members > 1: join runs with :func:`join`), or a
+            network whose keyframe table is not the recipe's (the perception cache holds ``ModelConfig.max_frames``
+            keyframes a run, as the runtime reads them).
     """
     if args.net.max_frames != ModelConfig.max_frames:
         raise ValueError(f"max_frames {args.net.max_frames}: training perceives at most {ModelConfig.max_frames} "
                          "keyframes a run (the recipe's), so the network's table must hold as many")
+    if args.net.members != 1:
+        raise ValueError(f"members {args.net.members}: train each network apart (--seed) and join them with "
+                         "--ensemble")
     seed_everything(args.seed)
     torch.set_num_threads(args.threads)
     t_start = time.time()
@@ -228,7 +232,7 @@ def train(args: TrainArgs, log: Callable[[str], None] = print,
         raise ValueError(f"{args.data}: no training or validation examples after filtering")
     log(f"{len(train_recs)} training and {len(val_recs)} validation examples")
     cfg = args.net
-    net = RewardNet(cfg)
+    net = build(cfg)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     steps_per_epoch = math.ceil(len(train_recs) / args.batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.epochs * steps_per_epoch,
@@ -275,29 +279,77 @@ def train(args: TrainArgs, log: Callable[[str], None] = print,
             log("time budget reached")
             break
     net.load_state_dict(best["state"])
+    return _finish(net, args, train_recs, val_recs, info, t_start, log,
+                   {"history": history, "best_epoch": best["epoch"]})
+
+
+def _finish(net: Network, args: TrainArgs, train_recs: list[Record], val_recs: list[Record], info: dict[str, Any],
+            t_start: float, log: Callable[[str], None], extra: dict[str, Any]) -> dict[str, Any]:
+    """Calibrate ``net`` on validation, fit the run trees and the OOD reference, save the checkpoint and the
+    training log (with ``extra``) in ``args.out``; returns the log."""
     logits, _, embs = predict(net, val_recs)
     y_val = np.array([r.success for r in val_recs])
     a, b = fit_platt(logits, y_val)
     p_net = sigmoid(a * logits + b)
     out = Path(args.out)
-    trees, extra = None, dict[str, Any]()
+    trees, tree_info = None, dict[str, Any]()
     if args.trees:
-        trees, tcal, extra = _fit_trees(net, Calibration(a, b), train_recs, val_recs, info, out, args.seed, log)
+        trees, tcal, tree_info = _fit_trees(net, Calibration(a, b), train_recs, val_recs, info, out, args.seed, log)
         p, thr = blend(p_net, RunTrees(trees).p(_run_feats(val_recs)), tcal.a, tcal.b), TREES_THRESHOLD
     else:
         tcal, p, thr = Calibration(), p_net, choose_threshold(p_net, y_val)
     _, _, tr_embs = predict(net, train_recs)
     ood = OODReference(**ood_reference(ood_vectors(tr_embs, train_recs), ood_vectors(embs, val_recs)),
                        summary_range=summary_ranges(train_recs))
+    cfg = net.cfg
     Checkpoint(net=cfg, perception=perception_from_dict(info["perception"]), calibration=Calibration(a, b),
                threshold=thr, ood=ood, pointer=Path(info["pointer"]), versions=versions(), name=out.name,
                trees=trees, trees_calibration=tcal, state_dict=net.state_dict()).save(out / RUN_FILE)
-    report = {"args": {k: v for k, v in asdict(args).items() if k != "net"}, "net": cfg.to_dict(),
-              "history": history, "best_epoch": best["epoch"], "threshold": thr, "calibration": {"a": a, "b": b},
+    report = {"args": {k: v for k, v in asdict(args).items() if k != "net"}, "net": cfg.to_dict(), **extra,
+              "threshold": thr, "calibration": {"a": a, "b": b},
               "val": metrics(p, y_val, thr), "n_train": len(train_recs), "n_val": len(val_recs),
-              "seconds": time.time() - t_start, **{k: v for k, v in info.items() if k != "perception"}, **extra}
+              "seconds": time.time() - t_start, **{k: v for k, v in info.items() if k != "perception"}, **tree_info}
     (out / "train_log.json").write_text(json.dumps(report, indent=1, default=str))
     return report
+
+
+def join(args: TrainArgs, runs: Sequence[str | Path], log: Callable[[str], None] = print,
+         progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Join networks trained apart on ``args.data`` (other seeds, one network shape) into one judge
+    (``rollscope train --ensemble``, :class:`models.network.Ensemble`): the mean of their logits, calibrated on
+    validation, with the run trees and the OOD reference fitted as :func:`train` fits them. Their own calibrations
+    and trees are not used.
+
+    Raises:
+        ModelLoadError: a run without a checkpoint.
+        ValueError: fewer than two runs, one named twice, an ensemble among them, or runs of another network shape
+            or perception.
+    """
+    t_start = time.time()
+    if len(runs) < 2:
+        raise ValueError("--ensemble: name at least two training runs")
+    named = [Path(r).resolve() for r in runs]
+    twice = sorted({str(r) for r, p in zip(runs, named) if named.count(p) > 1})
+    if twice:
+        raise ValueError(f"--ensemble: {', '.join(twice)} named twice (one network would count double)")
+    cks = [Checkpoint.load(Path(r) / RUN_FILE, state=True) for r in runs]
+    first = cks[0]
+    for run, ck in zip(runs, cks):
+        if ck.net.members != 1:
+            raise ValueError(f"{run}: already an ensemble of {ck.net.members} networks; join single networks")
+        if ck.net != first.net or ck.perception != first.perception:
+            raise ValueError(f"{run}: network or perception settings differ from {runs[0]}'s")
+    cfg = replace(first.net, members=len(cks))
+    net = build(cfg)
+    net.load_state_dict({f"nets.{k}.{name}": v for k, ck in enumerate(cks)
+                         for name, v in (ck.state_dict or {}).items()})
+    net.eval()
+    args = replace(args, net=cfg, pointer=args.pointer or str(first.pointer))
+    train_recs, val_recs, info = prepare(args, log, progress)
+    if not train_recs or not val_recs:
+        raise ValueError(f"{args.data}: no training or validation examples after filtering")
+    log(f"joined {len(cks)} networks: {', '.join(map(str, runs))}")
+    return _finish(net, args, train_recs, val_recs, info, t_start, log, {"members": [str(r) for r in runs]})
 
 
 def _run_feats(recs: list[Record]) -> np.ndarray:
@@ -316,7 +368,7 @@ def _both_modes(recs: list[Record], info: dict[str, Any]) -> list[Record]:
     return out
 
 
-def _fit_trees(net: RewardNet, cal: Calibration, train_recs: list[Record], val_recs: list[Record],
+def _fit_trees(net: Network, cal: Calibration, train_recs: list[Record], val_recs: list[Record],
                info: dict[str, Any], out: Path, seed: int, log: Callable[[str], None]
                ) -> tuple[Path, Calibration, dict[str, Any]]:
     """Fit the run trees (:mod:`models.trees`) on the training runs, each as logged and as a plain recording, write
@@ -355,7 +407,7 @@ def add_trees(args: TrainArgs, log: Callable[[str], None] = print,
     train_recs, val_recs, info = prepare(replace(args, pointer=args.pointer or str(ck.pointer)), log, progress)
     if not train_recs or not val_recs:
         raise ValueError(f"{args.data}: no training or validation examples after filtering")
-    net = RewardNet(ck.net)
+    net = build(ck.net)
     net.load_state_dict(ck.state_dict or {})
     trees, tcal, extra = _fit_trees(net, ck.calibration, train_recs, val_recs, info, out, args.seed, log)
     replace(ck, threshold=TREES_THRESHOLD, trees=trees, trees_calibration=tcal).save(out / RUN_FILE)
@@ -378,7 +430,7 @@ def _augmented(r: Record, rng: random.Random, info: dict, cache: dict[str, dict[
 
 
 @torch.no_grad()
-def _val_loss(net: RewardNet, recs: list[Record]) -> tuple[float, float]:
+def _val_loss(net: Network, recs: list[Record]) -> tuple[float, float]:
     net.eval()
     tot, correct = 0.0, 0
     for i in range(0, len(recs), 64):

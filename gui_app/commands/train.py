@@ -49,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="train the network alone, without the run trees averaged with it (models/trees.py)")
     p.add_argument("--trees-only", action="store_true",
                    help="fit the run trees of the run in --out, trained without them: its network is kept")
+    p.add_argument("--ensemble", nargs="+", metavar="RUN", default=None,
+                   help="join these training runs of DATA (other --seed, one network shape) into one judge in --out: "
+                        "the mean of their logits, calibrated, with run trees, as training ends")
     p.add_argument("--config", default="",
                    help="network settings as JSON, over models.config.ModelConfig's defaults (the shipped recipe)")
     g = p.add_argument_group("fine-tuning on labels (--from-labels)")
@@ -99,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         return run_from_labels(args)
     from gui_app.core.errors import RollscopeError
     from models.config import ModelConfig
-    from models.train import TrainArgs, add_trees, train
+    from models.train import TrainArgs, add_trees, join, train
 
     def split(s: str) -> tuple[str, ...]:
         return tuple(x.strip() for x in s.split(",") if x.strip())
@@ -117,14 +120,25 @@ def run(args: argparse.Namespace) -> int:
                       agents=split(args.agents), style_families=split(args.style_families),
                       augment=args.augment_share if args.augment else 0.0, weight_decay=args.weight_decay, net=net,
                       trees=args.trees)
+    if args.ensemble and args.trees_only:
+        raise RollscopeError("--ensemble and --trees-only: choose one")
     bars = _Bars(args.json)
+    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
-        report = (add_trees if args.trees_only else train)(targs, log=lambda msg: print(msg, file=sys.stderr),
-                                                            progress=bars)
+        if args.ensemble:
+            report = join(targs, args.ensemble, log=log, progress=bars)
+        else:
+            report = (add_trees if args.trees_only else train)(targs, log=log, progress=bars)
+    except ValueError as exc:
+        raise RollscopeError(str(exc)) from exc
     finally:
         bars.close()
     if args.json:
         print(json.dumps({k: v for k, v in report.items() if k != "history"}, default=str))
+    elif args.ensemble:
+        v = report["val"]
+        print(f"{len(args.ensemble)} networks joined: val accuracy {v['accuracy']:.3f} recall {v['recall']:.3f} "
+              f"threshold {report['threshold']:.3f} -> {args.out}/checkpoint.pt")
     elif args.trees_only:
         v, n = report["val_both_modes"], report["val_both_modes_network_alone"]
         print(f"run trees: val accuracy {n['accuracy']:.3f} -> {v['accuracy']:.3f} (network alone -> with trees; "

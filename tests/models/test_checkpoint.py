@@ -15,7 +15,7 @@ import torch
 from gui_app.core.trajectory.formats import native
 from gui_app.training.sprite import POINTER_VERSION
 from models.checkpoint import FORMAT, Checkpoint, ModelLoadError, SummaryRange
-from models.config import ModelConfig
+from models.config import SHIPPED_MEMBERS, ModelConfig
 from models.export_onnx import export_run
 from models.features import keyframe_steps
 from models.network import RewardNet
@@ -34,7 +34,8 @@ def test_the_shipped_weights_load_through_the_checkpoint_and_score_alike_once_sa
     before."""
     ck = Checkpoint.load(WEIGHTS_DIR)
     assert ck.format == FORMAT and ck.state_dict is None
-    assert ck.perception == PerceptionConfig() and ck.net == ModelConfig()  # the shipped recipe
+    # the shipped recipe: five networks of the default shape, trained apart and joined
+    assert ck.perception == PerceptionConfig() and ck.net == replace(ModelConfig(), members=SHIPPED_MEMBERS)
     assert ck.pointer == WEIGHTS_DIR / "pointer.onnx" and ck.trees == WEIGHTS_DIR / "trees.onnx"
     assert ck.versions["sprite"] == POINTER_VERSION
     assert ck.ood.summary_range is not None and ck.ood.summary_range.aspect is not None
