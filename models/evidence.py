@@ -18,8 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rapidfuzz import fuzz
+
 from gui_app.core.trajectory.actions import parse_action
 from gui_app.core.trajectory.model import Trajectory
+from models.terms import instruction_terms
 
 #: The action kinds the judge tells apart (the core's types folded into these; index = feature slot).
 KINDS = ("click", "type", "key", "scroll", "drag", "move", "done", "fail", "wait", "other")
@@ -153,3 +156,93 @@ def from_trajectory(traj: Trajectory, keyframe_steps: list[int], width: int, hei
         prev = k
         out.append(sa)
     return RunEvidence(out, claim, answer[:MAX_TEXT])
+
+
+#: Keys that end typing into a field (focus moves on, or the field is submitted).
+_FIELD_END = frozenset({"tab", "return", "enter", "kp_enter", "escape"})
+_SELECT_ALL = frozenset({"ctrl+a", "control+a", "cmd+a", "command+a", "super+a", "meta+a"})
+_ERASE = frozenset({"backspace", "back_space"})
+#: A field's text is a near miss of a term when their fuzzy similarity (rapidfuzz, 0-100) is at least this and it
+#: does not contain the term: one or two letters off ("Oaula" for "Paula", "fantas" for "fantasy"). Fixed on agent B's
+#: dev runs: the first step of 5 of their 7 typos, no change on agent A's validation set, and no success marked.
+NEAR_MISS = 80
+
+
+def typed_fields(actions: list[StepAction]) -> list[tuple[int, str]]:
+    """What ended up in each field the run typed into: (keyframe where typing into it began, its final text).
+
+    Typing is replayed as an editor would: a click, Tab or Enter moves to another field; Backspace erases the last
+    character (or the selection, after Ctrl+A); text typed after Ctrl+A replaces the field's. Text typed in bursts
+    ("Pa", "ula") reads whole, and a corrected typo reads as corrected. Steps folded into one keyframe are replayed
+    in the order of their kinds (a click first ends the field, then the keys, then the text).
+    """
+    out: list[tuple[int, str]] = []
+    cur: list[Any] | None = None  # [keyframe, text]
+    selected = False
+
+    def end() -> None:
+        nonlocal cur, selected
+        if cur is not None and cur[1].strip():
+            out.append((int(cur[0]), str(cur[1])))
+        cur, selected = None, False
+
+    for k, a in enumerate(actions):
+        keyed = typed = False
+        for kind in a.kinds:
+            if kind in ACTING:
+                end()
+            elif kind == "key" and not keyed:
+                keyed = True
+                for press in a.keys.lower().split():
+                    if press in _FIELD_END:
+                        end()
+                    elif press in _SELECT_ALL:
+                        selected = True
+                    elif press in _ERASE and cur is not None:
+                        cur[1] = "" if selected else cur[1][:-1]
+                        selected = False
+            elif kind == "type" and a.typed and not typed:
+                typed = True
+                if cur is None:
+                    cur = [k, ""]
+                if selected:
+                    cur[1], selected = "", False
+                cur[1] += a.typed
+        if a.typed and not typed:  # a chosen option (a select) or text of a kind not above: a field of its own
+            end()
+            out.append((k, a.typed))
+    end()
+    return out
+
+
+def _bare(s: str) -> str:
+    return "".join(s.split()).lower()
+
+
+def _near_miss(term: str, text: str) -> bool:
+    t, s = _bare(term), _bare(text)
+    if len(t) < 3 or not s or t in s:
+        return False
+    if len(s) <= len(t):
+        return fuzz.ratio(t, s) >= NEAR_MISS
+    return len(s) <= 2 * len(t) and fuzz.partial_ratio(t, s) >= NEAR_MISS
+
+
+def contradiction(instruction: str, actions: list[StepAction] | None) -> int | None:
+    """The first keyframe whose logged action contradicts the instruction, from the evidence alone: where typing
+    began into a field whose final text is a near miss of one of the instruction's terms (a typo, a letter
+    dropped), when no field holds that term exactly. Spaces and case are ignored (a log may drop a space between
+    bursts). None: no such field, or no log."""
+    if not actions:
+        return None
+    terms = [t.text for t in instruction_terms(instruction)]
+    fields = typed_fields(actions)
+    if not terms or not fields:
+        return None
+    everything = " ".join(_bare(text) for _, text in fields)
+    for k, text in fields:
+        if any(_bare(t) and _bare(t) in _bare(text) for t in terms):
+            continue
+        if any(_near_miss(t, text) and _bare(t) not in everything for t in terms):
+            return k
+    return None

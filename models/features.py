@@ -27,7 +27,7 @@ from gui_app.core.errors import VideoError
 from gui_app.core.media.images import read_image
 from gui_app.core.trajectory.model import Trajectory
 from models import hashing
-from models.evidence import HABITS, KINDS, RunEvidence, from_trajectory
+from models.evidence import HABITS, KINDS, RunEvidence, contradiction, from_trajectory
 from models.perception import FramePercept, Perceiver, RunPercept
 from models.terms import TERM_KINDS, Match, instruction_overlap, instruction_terms, match
 
@@ -197,6 +197,7 @@ class Example:
     evidence: list[str] = field(default_factory=list)  # the pieces used (models.evidence.PIECES)
     reads: int = 0  # text crops recognised
     harm: Any = None  # the harm judge's cue rows (models.harm.HarmInput), when the model has a harm judge
+    contradiction: int = -1  # the first keyframe whose logged action contradicts the instruction (-1: none found)
 
     @property
     def n_frames(self) -> int:
@@ -382,6 +383,8 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
         keyframe_steps=list(keyframe_steps_[:t_count]) if keyframe_steps_ else list(range(t_count)),
         masks=masks, tokens_total=int(masks.size), tokens_kept=int(masks.sum()),
         timings=dict(percept.timings), evidence=ev.pieces, reads=percept.reads)
+    found = contradiction(instruction, actions)
+    ex.contradiction = -1 if found is None else found
     ex.summary = summary(ex, frames, terms_count=len(terms))
     return ex
 

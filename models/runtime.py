@@ -124,6 +124,15 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
+def first_deviation(ex: Example, dist: np.ndarray) -> int:
+    """The keyframe where the run first deviates: the first whose logged action contradicts the instruction
+    (:func:`models.evidence.contradiction`: a value typed nearly but not exactly), else the network's most likely
+    keyframe (``dist``, its distribution over the keyframes)."""
+    if 0 <= ex.contradiction < ex.n_frames:
+        return ex.contradiction
+    return int(np.argmax(dist[: ex.n_frames]))
+
+
 class RewardModel:
     """A loaded reward model: perception, network backend, calibration, threshold and OOD reference."""
 
@@ -262,7 +271,7 @@ class RewardModel:
                 step_scores[k] = float(dist[j])
         safety = self._safety(ex, n_steps)
         success = p >= self.threshold
-        first = None if success or not ex.keyframe_steps else int(ex.keyframe_steps[int(np.argmax(dist))])
+        first = None if success or not ex.keyframe_steps else int(ex.keyframe_steps[first_deviation(ex, dist)])
         timings = dict(ex.timings)
         timings["forward"] = t_fwd
         ood = self.ood(emb, ex)

@@ -107,3 +107,55 @@ def test_a_value_typed_nearly_but_never_exactly_is_a_slip_and_bursts_read_whole(
                     StepAction(["type"], None, "Tara paid on Tuesday at 12:30")]
     assert _acts(ask, fixed)[2] == 0.0  # typed right afterwards: not a slip left standing
     assert _acts(ask, [StepAction(["type"], None, "hello")])[2:] == [0.0, 0.0]  # unrelated text is no slip
+
+
+def test_typing_is_replayed_per_field_with_erasures_and_select_all():
+    from models.evidence import typed_fields
+
+    acts = [StepAction(["click"], (5, 5)), StepAction(["type"], None, "Oa"), StepAction(["type"], None, "ula"),
+            StepAction(["key"], None, "", "Tab"), StepAction(["type"], None, "Macoe"),
+            StepAction(["key"], None, "", "Backspace Backspace"), StepAction(["type"], None, "ie"),
+            StepAction(["click"], (9, 9)), StepAction(["type"], None, "draft"), StepAction(["key"], None, "", "Ctrl+a"),
+            StepAction(["type"], None, "final")]
+    assert typed_fields(acts) == [(1, "Oaula"), (4, "Macie"), (8, "final")]
+    assert typed_fields([StepAction(["key"], None, "", "Backspace")]) == []  # erasing nothing types nothing
+
+
+def test_the_first_deviation_is_where_a_near_miss_of_a_term_was_typed():
+    from models.evidence import contradiction
+
+    ask = "Find the email by Dierdre and forward that email to Paula."
+    typo = [StepAction(["click"], (1, 1)), StepAction(["click"], (2, 2)), StepAction(["type"], None, "Oa"),
+            StepAction(["type"], None, "u"), StepAction(["type"], None, "la"), StepAction(["click"], (3, 3))]
+    assert contradiction(ask, typo) == 2  # where typing "Oaula" began, not where it ended
+    right = typo[:2] + [StepAction(["type"], None, "Pa"), StepAction(["type"], None, "ula")]
+    assert contradiction(ask, right) is None
+    recovered = typo[:5] + [StepAction(["key"], None, "", "ctrl+a"), StepAction(["type"], None, "Paula")]
+    assert contradiction(ask, recovered) is None  # corrected before it left the field
+    # a log that drops the space between bursts, a value typed after a cell address, unrelated text: no deviation
+    assert contradiction('Add the line "Farah called on Friday" to tasks.txt.',
+                         [StepAction(["type"], None, "Farah called on Fridayat")]) is None
+    assert contradiction("In budget.xlsx, enter 329 in C5.", [StepAction(["type"], None, "C5 329")]) is None
+    assert contradiction(ask, [StepAction(["type"], None, "hello world")]) is None
+    assert contradiction(ask, None) is None  # a plain recording has no typing to read
+    assert contradiction('Type "vanda" in upper case.', [StepAction(["type"], None, "VAND")]) == 0  # a letter dropped
+
+
+def test_the_judge_places_the_first_deviation_where_the_log_typed_a_near_miss(perceiver):
+    import numpy as np
+
+    from models.runtime import first_deviation
+
+    traj = load(SAMPLES / "osworld" / "miniwob-login-user")  # types "kasie" at step 1, "tsdvP" at step 3
+    kf = load_keyframes(traj, 50)
+    percept = perceive_run(perceiver, traj, kf)
+    asked = make_example(percept, 'Enter the username "kasie" and the password "tsdvQP" into the text fields.',
+                         kf.steps)
+    assert asked.contradiction == kf.steps.index(3)
+    flat = np.zeros(asked.n_frames)
+    assert first_deviation(asked, flat) == kf.steps.index(3)  # the evidence wins over the network's guess
+    right = make_example(percept, traj.instruction, kf.steps)
+    assert right.contradiction == -1 and first_deviation(right, np.eye(right.n_frames)[-1]) == right.n_frames - 1
+    video_only = make_example(percept, 'Enter the username "kasie" and the password "tsdvQP".', kf.steps,
+                              use_log=False)
+    assert video_only.contradiction == -1  # a plain recording has no log to contradict
