@@ -198,6 +198,7 @@ class Example:
     reads: int = 0  # text crops recognised
     harm: Any = None  # the harm judge's cue rows (models.harm.HarmInput), when the model has a harm judge
     contradiction: int = -1  # the first keyframe whose logged action contradicts the instruction (-1: none found)
+    early_stop: int = -1  # the keyframe of a DONE claim made right after an act that did what was asked (-1: none)
 
     @property
     def n_frames(self) -> int:
@@ -385,6 +386,11 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
         timings=dict(percept.timings), evidence=ev.pieces, reads=percept.reads)
     found = contradiction(instruction, actions)
     ex.contradiction = -1 if found is None else found
+    # The agent claimed DONE after its last act (only habits between), and that act clicked or typed what the
+    # instruction names: if the run failed, it stopped too early, and the claim is where it deviated.
+    if actions and last > end and "done" in actions[last].kinds and (
+            frame_feat[end, 13] >= HIGH or frame_feat[end, 31] > 0):
+        ex.early_stop = last
     ex.summary = summary(ex, frames, terms_count=len(terms))
     return ex
 

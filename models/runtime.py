@@ -127,10 +127,15 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 def first_deviation(ex: Example, dist: np.ndarray) -> int:
     """The keyframe where the run first deviates: the first whose logged action contradicts the instruction
     (:func:`models.evidence.contradiction`: a value typed nearly but not exactly), else the network's most likely
-    keyframe (``dist``, its distribution over the keyframes)."""
+    keyframe (``dist``, its distribution over the keyframes); when that is the run's last act and the agent then
+    claimed DONE although the act did what the instruction names, the claim (:attr:`Example.early_stop`: it
+    stopped too early)."""
     if 0 <= ex.contradiction < ex.n_frames:
         return ex.contradiction
-    return int(np.argmax(dist[: ex.n_frames]))
+    k = int(np.argmax(dist[: ex.n_frames]))
+    if 0 <= ex.early_stop < ex.n_frames and ex.frame_feat[k, 1] > 0:  # k is the run's end (its last act)
+        return ex.early_stop
+    return k
 
 
 class RewardModel:

@@ -159,3 +159,41 @@ def test_the_judge_places_the_first_deviation_where_the_log_typed_a_near_miss(pe
     video_only = make_example(percept, 'Enter the username "kasie" and the password "tsdvQP".', kf.steps,
                               use_log=False)
     assert video_only.contradiction == -1  # a plain recording has no log to contradict
+
+
+def _stopped_run(acted_text: str):
+    """A two-keyframe run: a click on a line reading ``acted_text`` that changed the screen, then a DONE claim that
+    changed nothing."""
+    import numpy as np
+
+    from models.evidence import RunEvidence
+    from models.perception import FramePercept, ReadLine, RunPercept
+    from models.pointer import PointerHit
+    from models.text import Box
+
+    def frame(change: float, lines: list[ReadLine]) -> FramePercept:
+        return FramePercept(420, 320, PointerHit(0.0, 0.0, 0.0), False, (50.0, 50.0), "none", change, len(lines),
+                            lines)
+
+    acted = ReadLine(Box(40, 40, 60, 16), acted_text, 0.9, True, True, 0.0, 1, "log", False)
+    percept = RunPercept(masks=np.ones((2, 4, 4), bool), frames=[frame(0.2, [acted]), frame(0.0, [])],
+                         visual=np.zeros((0, 16, 16), np.uint8), visual_pos=np.zeros((0, 3), np.int64),
+                         visual_feat=np.zeros((0, 3), np.float32),
+                         evidence=RunEvidence([StepAction(["click"], (50.0, 50.0)), StepAction(["done"])], "done"))
+    return percept
+
+
+def test_a_done_claim_right_after_the_asked_act_is_where_a_failed_run_stopped_too_early():
+    import numpy as np
+
+    from models.runtime import first_deviation
+
+    ask = 'Select "Cocos Islands" from the list and click Submit.'
+    right = make_example(_stopped_run("Cocos Islands"), ask, [0, 1])
+    assert right.early_stop == 1
+    at_end = np.array([0.9, 0.1])  # the network points at the run's last act
+    assert first_deviation(right, at_end) == 1  # ... which did what was asked: the stop is the deviation
+    assert first_deviation(right, np.array([0.1, 0.9])) == 1
+    wrong = make_example(_stopped_run("Heard Island"), ask, [0, 1])
+    assert wrong.early_stop == -1 and first_deviation(wrong, at_end) == 0  # the act itself was wrong
+    assert make_example(_stopped_run("Cocos Islands"), ask, [0, 1], use_log=False).early_stop == -1  # no claim seen
