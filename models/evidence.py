@@ -15,6 +15,7 @@ folded into the later one (their kinds and typed text kept, the last point kept)
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +163,7 @@ def from_trajectory(traj: Trajectory, keyframe_steps: list[int], width: int, hei
 _FIELD_END = frozenset({"tab", "return", "enter", "kp_enter", "escape"})
 _SELECT_ALL = frozenset({"ctrl+a", "control+a", "cmd+a", "command+a", "super+a", "meta+a"})
 _ERASE = frozenset({"backspace", "back_space"})
+_NEWLINE = re.compile(r"[\r\n\t]+")
 #: A field's text is a near miss of a term when their fuzzy similarity (rapidfuzz, 0-100) is at least this and it
 #: does not contain the term: one or two letters off ("Oaula" for "Paula", "fantas" for "fantasy"). Fixed on agent B's
 #: dev runs: the first step of 5 of their 7 typos, no change on agent A's validation set, and no success marked.
@@ -171,10 +173,12 @@ NEAR_MISS = 80
 def typed_fields(actions: list[StepAction]) -> list[tuple[int, str]]:
     """What ended up in each field the run typed into: (keyframe where typing into it began, its final text).
 
-    Typing is replayed as an editor would: a click, Tab or Enter moves to another field; Backspace erases the last
-    character (or the selection, after Ctrl+A); text typed after Ctrl+A replaces the field's. Text typed in bursts
-    ("Pa", "ula") reads whole, and a corrected typo reads as corrected. Steps folded into one keyframe are replayed
-    in the order of their kinds (a click first ends the field, then the keys, then the text).
+    Typing is replayed as an editor would: a click, Tab or Enter (pressed, or a newline in the typed text) moves to
+    another field; Backspace erases the last character (or the selection, after Ctrl+A); text typed after Ctrl+A
+    replaces the field's. Text typed in bursts ("Pa", "ula") reads whole, and a corrected typo reads as corrected.
+    Keys pressed as one list (``press(['backspace', 'backspace'])``, which the core joins like a chord) count one by
+    one. Steps folded into one keyframe are replayed in the order of their kinds (a click first ends the field, then
+    the keys, then the text).
     """
     out: list[tuple[int, str]] = []
     cur: list[Any] | None = None  # [keyframe, text]
@@ -186,6 +190,30 @@ def typed_fields(actions: list[StepAction]) -> list[tuple[int, str]]:
             out.append((int(cur[0]), str(cur[1])))
         cur, selected = None, False
 
+    def press(chord: str) -> None:
+        nonlocal selected
+        parts = chord.split("+")
+        if chord in _SELECT_ALL:
+            selected = True
+        elif parts[-1] in _FIELD_END:  # Shift+Tab, Ctrl+Enter too
+            end()
+        elif all(p in _ERASE for p in parts) and cur is not None:
+            cur[1] = "" if selected else cur[1][:-len(parts)]
+            selected = False
+
+    def type_(k: int, text: str) -> None:
+        nonlocal cur, selected
+        for i, piece in enumerate(_NEWLINE.split(text)):
+            if i:
+                end()
+            if not piece:
+                continue
+            if cur is None:
+                cur = [k, ""]
+            if selected:
+                cur[1], selected = "", False
+            cur[1] += piece
+
     for k, a in enumerate(actions):
         keyed = typed = False
         for kind in a.kinds:
@@ -193,21 +221,11 @@ def typed_fields(actions: list[StepAction]) -> list[tuple[int, str]]:
                 end()
             elif kind == "key" and not keyed:
                 keyed = True
-                for press in a.keys.lower().split():
-                    if press in _FIELD_END:
-                        end()
-                    elif press in _SELECT_ALL:
-                        selected = True
-                    elif press in _ERASE and cur is not None:
-                        cur[1] = "" if selected else cur[1][:-1]
-                        selected = False
+                for chord in a.keys.lower().split():
+                    press(chord)
             elif kind == "type" and a.typed and not typed:
                 typed = True
-                if cur is None:
-                    cur = [k, ""]
-                if selected:
-                    cur[1], selected = "", False
-                cur[1] += a.typed
+                type_(k, a.typed)
         if a.typed and not typed:  # a chosen option (a select) or text of a kind not above: a field of its own
             end()
             out.append((k, a.typed))

@@ -197,3 +197,14 @@ def test_a_done_claim_right_after_the_asked_act_is_where_a_failed_run_stopped_to
     wrong = make_example(_stopped_run("Heard Island"), ask, [0, 1])
     assert wrong.early_stop == -1 and first_deviation(wrong, at_end) == 0  # the act itself was wrong
     assert make_example(_stopped_run("Cocos Islands"), ask, [0, 1], use_log=False).early_stop == -1  # no claim seen
+
+
+def test_keys_pressed_as_a_list_and_newlines_in_typed_text_are_replayed_like_an_editor():
+    from gui_app.core.trajectory.actions import parse_action
+    from models.evidence import typed_fields
+
+    erase = parse_action("pyautogui.press(['backspace', 'backspace'])").text  # the core joins a list like a chord
+    acts = [StepAction(["type"], None, "Macoe"), StepAction(["key"], None, "", erase), StepAction(["type"], None, "ie"),
+            StepAction(["click", "type"], (4, 4), "16\n701\n"), StepAction(["key"], None, "", "shift+tab"),
+            StepAction(["type"], None, "x")]
+    assert typed_fields(acts) == [(0, "Macie"), (3, "16"), (3, "701"), (5, "x")]
