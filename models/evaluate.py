@@ -31,7 +31,7 @@ from gui_app.core.trajectory.formats import native
 from gui_app.core.errors import RollscopeError, TrajectoryFormatError
 from models.data import load_percept, read_manifest, record_for, with_sources
 from models.features import first_error_frame
-from models.runtime import WEIGHTS_DIR, Prepared, RewardModel, first_deviation
+from models.runtime import WEIGHTS_DIR, Prepared, RewardModel, deviation_step
 
 NEIGHBOUR_TIOU = 0.33
 ECE_BINS = 10
@@ -222,7 +222,7 @@ def evaluate(ds: str | Path, model_dir: str | Path | None = None, splits: Iterab
         fe = row.get("first_error_step")
         true_step = None if success or fe is None or fe >= traj.n_steps else int(fe)
         steps = res.keyframe_steps
-        pred_step = int(steps[first_deviation(ex, np.array([res.step_scores[s] for s in steps]))]) if steps else 0
+        pred_step = deviation_step(ex, res)
         if true_step is not None:  # credit is per keyframe: the true step's keyframe
             true_step = steps[first_error_frame(steps, true_step)] if steps else true_step
         rows.append({"split": row["split"], "p": res.p_success, "success": success, "pred_step": pred_step,
@@ -302,7 +302,7 @@ def evaluate_library(roots: Iterable[str | Path], model_dir: str | Path | None =
             md = traj.metadata
             task = str(md.get("task") or md.get("domain") or "?")
             steps = res.keyframe_steps
-            pred_step = int(steps[first_deviation(ex, np.array([res.step_scores[s] for s in steps]))]) if steps else 0
+            pred_step = deviation_step(ex, res)
             fe = md.get("first_error_step")
             true_step = None
             if not traj.outcome.success and isinstance(fe, int) and 0 <= fe < traj.n_steps and steps:

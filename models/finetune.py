@@ -54,7 +54,7 @@ from models.data import (PERCEPT_SUFFIX, Record, cache_key, perceive_trajectory,
 from models.evaluate import calibration, classification, localisation
 from models.features import first_error_frame
 from models.network import Network, losses
-from models.runtime import WEIGHTS_DIR, ModelLoadError, Prepared, RewardModel
+from models.runtime import WEIGHTS_DIR, ModelLoadError, Prepared, RewardModel, deviation_step
 from models.train import (choose_threshold, fit_platt, noisy_percept, ood_reference, ood_vectors, predict,
                           seed_everything, summary_ranges, to_tensors)
 from models.trees import AGENT_PARAMS, TREES_THRESHOLD, RunTrees, blend, fit_trees
@@ -258,7 +258,7 @@ def score_examples(model: RewardModel, items: Sequence[Perceived]) -> list[dict[
         scores = model.score_prepared([Prepared(it.record.example, it.n_steps, it.instruction) for it in chunk])
         for it, res in zip(chunk, scores):
             steps = res.keyframe_steps
-            pred_step = int(steps[int(np.argmax([res.step_scores[s] for s in steps]))]) if steps else 0
+            pred_step = deviation_step(it.record.example, res)
             fe = it.record.row.get("first_error_step")
             true_step = None
             if not it.run.success and fe is not None and steps:  # credit per keyframe, as `rollscope eval`

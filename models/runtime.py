@@ -138,6 +138,15 @@ def first_deviation(ex: Example, dist: np.ndarray) -> int:
     return k
 
 
+def deviation_step(ex: Example, score: Score) -> int:
+    """The step where ``score``'s run would first deviate (:func:`first_deviation`), whatever its verdict: what
+    ``eval`` compares with a failure's labelled step (0 for a run without keyframes)."""
+    steps = score.keyframe_steps
+    if not steps:
+        return 0
+    return int(steps[first_deviation(ex, np.array([score.step_scores[s] for s in steps]))])
+
+
 class RewardModel:
     """A loaded reward model: perception, network backend, calibration, threshold and OOD reference."""
 
