@@ -48,6 +48,8 @@ def test_switching_the_model_changes_the_setting_and_the_next_score(qtbot, tmp_p
         assert changed.signal_triggered, win.notifier.history[-5:]
         assert changed.args == [str(folder.resolve())]
         assert active_model(settings.directory) == str(folder.resolve())  # what `rollscope model show` reads
+        # a job's ``finished`` may land after its ``scored``, and a job still running refuses the next one
+        qtbot.waitUntil(lambda: win.scorer.job is None, timeout=60_000)
         with qtbot.waitSignal(win.scorer.scored, timeout=300_000):
             win.action_map["score_current"].trigger()
         assert win.session.scores is not None and win.session.scores.model == f"{folder.name}:onnx"
@@ -57,6 +59,7 @@ def test_switching_the_model_changes_the_setting_and_the_next_score(qtbot, tmp_p
     catalog = win.session.library.catalog
     assert [m.model for m in catalog.scoring_models()] == ["finetune-b:onnx", "finetune-a:onnx"]
     # Rescore the library with the active model: the scorer's library job (progress, Esc cancels).
+    qtbot.waitUntil(lambda: win.scorer.job is None, timeout=60_000)
     with qtbot.waitSignal(win.scorer.scored, timeout=300_000):
         win.action_map["rescore_library"].trigger()
         assert win.scorer.job.name == "Scoring the whole library"
