@@ -246,11 +246,21 @@ def _near_miss(term: str, text: str) -> bool:
     return len(s) <= 2 * len(t) and fuzz.partial_ratio(t, s) >= NEAR_MISS
 
 
-def contradiction(instruction: str, actions: list[StepAction] | None) -> int | None:
-    """The first keyframe whose logged action contradicts the instruction, from the evidence alone: where typing
-    began into a field whose final text is a near miss of one of the instruction's terms (a typo, a letter
-    dropped), when no field holds that term exactly. Spaces and case are ignored (a log may drop a space between
-    bursts). None: no such field, or no log."""
+@dataclass(frozen=True)
+class Contradiction:
+    """A logged action that contradicts the instruction: at ``frame`` (a keyframe), ``typed`` ended up in a field
+    where the instruction names ``term``."""
+
+    frame: int
+    typed: str
+    term: str
+
+
+def contradiction(instruction: str, actions: list[StepAction] | None) -> Contradiction | None:
+    """The first logged action that contradicts the instruction, from the evidence alone: where typing began into
+    a field whose final text is a near miss of one of the instruction's terms (a typo, a letter dropped), when no
+    field holds that term exactly. Spaces and case are ignored (a log may drop a space between bursts). None: no
+    such field, or no log."""
     if not actions:
         return None
     terms = [t.text for t in instruction_terms(instruction)]
@@ -261,6 +271,7 @@ def contradiction(instruction: str, actions: list[StepAction] | None) -> int | N
     for k, text in fields:
         if any(_bare(t) and _bare(t) in _bare(text) for t in terms):
             continue
-        if any(_near_miss(t, text) and _bare(t) not in everything for t in terms):
-            return k
+        for t in terms:
+            if _near_miss(t, text) and _bare(t) not in everything:
+                return Contradiction(k, text, t)
     return None

@@ -198,6 +198,7 @@ class Example:
     reads: int = 0  # text crops recognised
     harm: Any = None  # the harm judge's cue rows (models.harm.HarmInput), when the model has a harm judge
     contradiction: int = -1  # the first keyframe whose logged action contradicts the instruction (-1: none found)
+    contradiction_text: tuple[str, str] = ("", "")  # there: what was typed, and the term it nearly was
     early_stop: int = -1  # the keyframe of a DONE claim made right after an act that did what was asked (-1: none)
 
     @property
@@ -385,7 +386,8 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
         masks=masks, tokens_total=int(masks.size), tokens_kept=int(masks.sum()),
         timings=dict(percept.timings), evidence=ev.pieces, reads=percept.reads)
     found = contradiction(instruction, actions)
-    ex.contradiction = -1 if found is None else found
+    if found is not None:
+        ex.contradiction, ex.contradiction_text = found.frame, (found.typed, found.term)
     # The agent claimed DONE after its last act (only habits between), and that act clicked or typed what the
     # instruction names: if the run failed, it stopped too early, and the claim is where it deviated.
     if actions and last > end and "done" in actions[last].kinds and (

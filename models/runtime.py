@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from gui_app.core.scoring.score import Safety, Score
-from gui_app.core.trajectory.model import Trajectory
+from gui_app.core.trajectory.model import Trajectory, step_text
 from models.checkpoint import RUN_FILE, WEIGHTS_FILE, Checkpoint, ModelLoadError
 from models.config import ModelConfig
 from models.features import INPUT_NAMES, Example, load_keyframes, make_batch, make_example, perceive_run
-from models.harm import HarmHead, harm_input
+from models.harm import HarmHead, harm_input, secret_values
 from models.perception import Perceiver
 from models.trees import RunTrees, blend, sigmoid
 
@@ -130,12 +130,26 @@ def first_deviation(ex: Example, dist: np.ndarray) -> int:
     keyframe (``dist``, its distribution over the keyframes); when that is the run's last act and the agent then
     claimed DONE although the act did what the instruction names, the claim (:attr:`Example.early_stop`: it
     stopped too early)."""
+    return _deviation(ex, dist)[0]
+
+
+def _deviation(ex: Example, dist: np.ndarray, instruction: str = "") -> tuple[int, str]:
+    """:func:`first_deviation`, and why in words when the log's evidence placed it ('' when the network did): what
+    was typed is left out when the term it missed is a secret that ``instruction`` gives."""
     if 0 <= ex.contradiction < ex.n_frames:
-        return ex.contradiction
+        typed, term = ex.contradiction_text
+        if term in secret_values(instruction):  # evidence never repeats a secret
+            return ex.contradiction, "typed a near miss of a secret the instruction gives"
+        return ex.contradiction, f"typed {_quote(typed)} where the instruction names {_quote(term)}"
     k = int(np.argmax(dist[: ex.n_frames]))
     if 0 <= ex.early_stop < ex.n_frames and ex.frame_feat[k, 1] > 0:  # k is the run's end (its last act)
-        return ex.early_stop
-    return k
+        return ex.early_stop, "claimed DONE right after doing what the instruction names: it stopped too early"
+    return k, ""
+
+
+def _quote(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return '"' + (text if len(text) <= limit else text[:limit - 1] + "…") + '"'
 
 
 def deviation_step(ex: Example, score: Score) -> int:
@@ -285,7 +299,11 @@ class RewardModel:
                 step_scores[k] = float(dist[j])
         safety = self._safety(ex, n_steps)
         success = p >= self.threshold
-        first = None if success or not ex.keyframe_steps else int(ex.keyframe_steps[first_deviation(ex, dist)])
+        first, why = None, ""
+        if not success and ex.keyframe_steps:
+            frame, how = _deviation(ex, dist, instruction)
+            first = int(ex.keyframe_steps[frame])
+            why = f"First deviation at {step_text(first)}, from the log: {how}." if how else ""
         timings = dict(ex.timings)
         timings["forward"] = t_fwd
         ood = self.ood(emb, ex)
@@ -304,7 +322,7 @@ class RewardModel:
                      tokens_kept=ex.tokens_kept, tokens_total=ex.tokens_total, model=self.name, ood=ood,
                      unknown=ood > OOD_LIMIT or bool(outside) or not instruction.strip(), warnings=warnings,
                      seconds=float(sum(timings.values())), timings=timings, evidence=list(ex.evidence),
-                     text_reads=ex.reads, safety=safety)
+                     text_reads=ex.reads, safety=safety, rationale=why)
 
     def _safety(self, ex: Example, n_steps: int) -> Safety | None:
         """The harm verdict beside success (None: these weights have no harm judge)."""

@@ -19,7 +19,8 @@ VERDICT_COLOURS = {"success": (90, 200, 110), "failure": (240, 96, 96), "unknown
 
 def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, str]:
     """The score in words, as rich text and its plain tooltip: the verdict next to p_success and the threshold,
-    a ⚠ when the model and the environment disagree, the predicted first deviation, "unknown" when the model
+    a ⚠ when the model and the environment disagree, the predicted first deviation and the judge's own words for
+    it (``rationale``: an external judge's reason, or the log's evidence that placed the step), "unknown" when the model
     cannot judge the run, which model gave the score and, on a line of its own, the harm verdict
     (:func:`safety_summary`) when the score has one."""
     env = "unknown" if env_success is None else ("success" if env_success else "failure")
@@ -48,6 +49,10 @@ def score_summary(score: Score | None, env_success: bool | None) -> tuple[str, s
         tip += f" The environment says {env}: they disagree."
     if score.first_error_step is not None and not score.unknown:
         parts.append(f"first deviation predicted at <b>{step_text(score.first_error_step)}</b>")
+    if score.rationale and not score.unknown:  # the judge's own words: a judge's reason, or what placed the step
+        said = " ".join(score.rationale.split())
+        parts.append(f"<span style='color:#bbb'>{html.escape(said if len(said) <= 160 else said[:159] + '…')}</span>")
+        tip += f" {said}"
     if score.ood is not None and not score.unknown:  # measured, and within what the model knows
         parts.append(f"<span style='color:#999'>ood {score.ood:.2f}</span>")
         tip += f" Out-of-distribution measure: {score.ood:.2f}."

@@ -183,6 +183,12 @@ def test_scores_are_legible_verdict_threshold_disagreement_and_first_deviation(t
     assert view.first_dev_line.isVisible() and view.first_dev_line.value() == pytest.approx((x0 + x1) / 2)
     hover = view.hover_text((x0 + x1) / 2)
     assert hover.startswith("step 4") and "p(first deviation) 0.60" in hover and "predicted first deviation" in hover
+    # What placed the step, in the judge's words, escaped (a typed "<b>" stays text) and in the tooltip too.
+    why = 'First deviation at step 4, from the log: typed "Oaula <b>" where the instruction names "Paula".'
+    session.set_scores(Score(p_success=0.2, threshold=0.57, success=False, first_error_step=3, rationale=why,
+                             step_scores=[0.1, 0.1, 0.1, 0.6, 0.05, 0.05], model="m"))
+    assert "typed &quot;Oaula &lt;b&gt;&quot; where the instruction names" in view.summary.text()
+    assert why in view.summary.toolTip()
 
 
 def test_an_unknown_score_never_reads_as_a_confident_probability(timeline):

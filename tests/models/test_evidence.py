@@ -122,12 +122,12 @@ def test_typing_is_replayed_per_field_with_erasures_and_select_all():
 
 
 def test_the_first_deviation_is_where_a_near_miss_of_a_term_was_typed():
-    from models.evidence import contradiction
+    from models.evidence import Contradiction, contradiction
 
     ask = "Find the email by Dierdre and forward that email to Paula."
     typo = [StepAction(["click"], (1, 1)), StepAction(["click"], (2, 2)), StepAction(["type"], None, "Oa"),
             StepAction(["type"], None, "u"), StepAction(["type"], None, "la"), StepAction(["click"], (3, 3))]
-    assert contradiction(ask, typo) == 2  # where typing "Oaula" began, not where it ended
+    assert contradiction(ask, typo) == Contradiction(2, "Oaula", "Paula")  # where typing began, not where it ended
     right = typo[:2] + [StepAction(["type"], None, "Pa"), StepAction(["type"], None, "ula")]
     assert contradiction(ask, right) is None
     recovered = typo[:5] + [StepAction(["key"], None, "", "ctrl+a"), StepAction(["type"], None, "Paula")]
@@ -138,7 +138,8 @@ def test_the_first_deviation_is_where_a_near_miss_of_a_term_was_typed():
     assert contradiction("In budget.xlsx, enter 329 in C5.", [StepAction(["type"], None, "C5 329")]) is None
     assert contradiction(ask, [StepAction(["type"], None, "hello world")]) is None
     assert contradiction(ask, None) is None  # a plain recording has no typing to read
-    assert contradiction('Type "vanda" in upper case.', [StepAction(["type"], None, "VAND")]) == 0  # a letter dropped
+    found = contradiction('Type "vanda" in upper case.', [StepAction(["type"], None, "VAND")])  # a letter dropped
+    assert found is not None and found.frame == 0
 
 
 def test_the_judge_places_the_first_deviation_where_the_log_typed_a_near_miss(perceiver):
@@ -208,3 +209,23 @@ def test_keys_pressed_as_a_list_and_newlines_in_typed_text_are_replayed_like_an_
             StepAction(["click", "type"], (4, 4), "16\n701\n"), StepAction(["key"], None, "", "shift+tab"),
             StepAction(["type"], None, "x")]
     assert typed_fields(acts) == [(0, "Macie"), (3, "16"), (3, "701"), (5, "x")]
+
+
+def test_the_reason_names_what_was_typed_but_never_repeats_a_secret(perceiver):
+    import numpy as np
+
+    from models.runtime import _deviation
+
+    traj = load(SAMPLES / "osworld" / "miniwob-login-user")  # types "kasie" at step 1, "tsdvP" at step 3
+    kf = load_keyframes(traj, 50)
+    percept = perceive_run(perceiver, traj, kf)
+    ask = 'Enter the username "kassie" and the password "tsdvP" into the text fields.'
+    ex = make_example(percept, ask, kf.steps)
+    frame, why = _deviation(ex, np.zeros(ex.n_frames), ask)
+    assert frame == kf.steps.index(1) and why == 'typed "kasie" where the instruction names "kassie"'
+    secret = 'Enter the username "kasie" and the password "tsdvQP" into the text fields.'
+    ex = make_example(percept, secret, kf.steps)
+    frame, why = _deviation(ex, np.zeros(ex.n_frames), secret)
+    assert frame == kf.steps.index(3) and "tsdv" not in why and "secret" in why
+    ex = make_example(percept, traj.instruction, kf.steps)
+    assert _deviation(ex, np.eye(ex.n_frames)[0], traj.instruction) == (0, "")  # the network's: no words
