@@ -28,6 +28,16 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def data_or_samples(p: argparse.ArgumentParser, args: argparse.Namespace, what: str) -> str:
+    """The folder a benchmark reads (``args.data``): the bundled samples on a ``--quick`` smoke run without one,
+    else an error naming ``what`` it must hold."""
+    if args.data is None:
+        if not args.quick:
+            p.error(f"DATA is required ({what})")
+        args.data = str(REPO / "resources" / "samples")
+    return str(args.data)
+
+
 class Figures:
     """Named figures collected during a run, printed at the end (or as they come, in text mode)."""
 

@@ -35,10 +35,7 @@ def main() -> int:
     p.add_argument("--limit", type=int, default=60, help="at most this many runs (a seeded sample)")
     p.add_argument("--model", default=None, help="weights folder or training run (default: the shipped weights)")
     args = p.parse_args()
-    if args.data is None:
-        if not args.quick:
-            p.error("DATA is required (a folder of native trajectories)")
-        args.data = str(_common.REPO / "resources" / "samples")
+    _common.data_or_samples(p, args, "a folder of native trajectories")
     fig = _common.Figures(args.json)
     paths = sorted(find_trajectories(Path(args.data)))
     if args.quick:

@@ -50,10 +50,7 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=1, help="torch threads while fine-tuning")
     p.add_argument("--cache", default="", help="perception cache (default: data/bench/learning_curve/.perception)")
     args = p.parse_args()
-    if args.data is None:
-        if not args.quick:
-            p.error("DATA is required (a folder of recordings the base model was not trained on)")
-        args.data = str(_common.REPO / "resources" / "samples")
+    _common.data_or_samples(p, args, "a folder of recordings the base model was not trained on")
     fig = _common.Figures(args.json)
     errors: list[str] = []
     runs = known_outcomes(args.data, errors)
