@@ -27,7 +27,7 @@ from gui_app.core.errors import VideoError
 from gui_app.core.media.images import read_image
 from gui_app.core.trajectory.model import Trajectory
 from models import hashing
-from models.evidence import HABITS, KINDS, RunEvidence, contradiction, from_trajectory
+from models.evidence import HABITS, KINDS, Contradiction, RunEvidence, contradiction, from_trajectory
 from models.perception import FramePercept, Perceiver, RunPercept
 from models.terms import TERM_KINDS, Match, instruction_overlap, instruction_terms, match
 
@@ -197,8 +197,7 @@ class Example:
     evidence: list[str] = field(default_factory=list)  # the pieces used (models.evidence.PIECES)
     reads: int = 0  # text crops recognised
     harm: Any = None  # the harm judge's cue rows (models.harm.HarmInput), when the model has a harm judge
-    contradiction: int = -1  # the first keyframe whose logged action contradicts the instruction (-1: none found)
-    contradiction_text: tuple[str, str] = ("", "")  # there: what was typed, and the term it nearly was
+    contradiction: Contradiction | None = None  # the first logged action that contradicts the instruction
     early_stop: int = -1  # the keyframe of a DONE claim made right after an act that did what was asked (-1: none)
 
     @property
@@ -385,9 +384,7 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
         keyframe_steps=list(keyframe_steps_[:t_count]) if keyframe_steps_ else list(range(t_count)),
         masks=masks, tokens_total=int(masks.size), tokens_kept=int(masks.sum()),
         timings=dict(percept.timings), evidence=ev.pieces, reads=percept.reads)
-    found = contradiction(instruction, actions)
-    if found is not None:
-        ex.contradiction, ex.contradiction_text = found.frame, (found.typed, found.term)
+    ex.contradiction = contradiction(instruction, actions)
     # The agent claimed DONE after its last act (only habits between), and that act clicked or typed what the
     # instruction names: if the run failed, it stopped too early, and the claim is where it deviated.
     if actions and last > end and "done" in actions[last].kinds and (

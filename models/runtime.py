@@ -136,11 +136,11 @@ def first_deviation(ex: Example, dist: np.ndarray) -> int:
 def _deviation(ex: Example, dist: np.ndarray, instruction: str = "") -> tuple[int, str]:
     """:func:`first_deviation`, and why in words when the log's evidence placed it ('' when the network did): what
     was typed is left out when the term it missed is a secret that ``instruction`` gives."""
-    if 0 <= ex.contradiction < ex.n_frames:
-        typed, term = ex.contradiction_text
-        if term in secret_values(instruction):  # evidence never repeats a secret
-            return ex.contradiction, "typed a near miss of a secret the instruction gives"
-        return ex.contradiction, f"typed {_quote(typed)} where the instruction names {_quote(term)}"
+    c = ex.contradiction
+    if c is not None and 0 <= c.frame < ex.n_frames:
+        if c.term in secret_values(instruction):  # evidence never repeats a secret
+            return c.frame, "typed a near miss of a secret the instruction gives"
+        return c.frame, f"typed {_quote(c.typed)} where the instruction names {_quote(c.term)}"
     k = int(np.argmax(dist[: ex.n_frames]))
     if 0 <= ex.early_stop < ex.n_frames and ex.frame_feat[k, 1] > 0:  # k is the run's end (its last act)
         return ex.early_stop, "claimed DONE right after doing what the instruction names: it stopped too early"

@@ -152,14 +152,14 @@ def test_the_judge_places_the_first_deviation_where_the_log_typed_a_near_miss(pe
     percept = perceive_run(perceiver, traj, kf)
     asked = make_example(percept, 'Enter the username "kasie" and the password "tsdvQP" into the text fields.',
                          kf.steps)
-    assert asked.contradiction == kf.steps.index(3)
+    assert asked.contradiction is not None and asked.contradiction.frame == kf.steps.index(3)
     flat = np.zeros(asked.n_frames)
     assert first_deviation(asked, flat) == kf.steps.index(3)  # the evidence wins over the network's guess
     right = make_example(percept, traj.instruction, kf.steps)
-    assert right.contradiction == -1 and first_deviation(right, np.eye(right.n_frames)[-1]) == right.n_frames - 1
+    assert right.contradiction is None and first_deviation(right, np.eye(right.n_frames)[-1]) == right.n_frames - 1
     video_only = make_example(percept, 'Enter the username "kasie" and the password "tsdvQP".', kf.steps,
                               use_log=False)
-    assert video_only.contradiction == -1  # a plain recording has no log to contradict
+    assert video_only.contradiction is None  # a plain recording has no log to contradict
 
 
 def _stopped_run(acted_text: str):
