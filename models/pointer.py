@@ -99,11 +99,6 @@ class PointerDetector:
         """Logit maps (N, H/4, W/4) of a batch of inputs (N, 3, H, W)."""
         return self.session.run(None, {"image": np.ascontiguousarray(x)})[0][:, 0]
 
-    def heatmaps(self, frames: list[np.ndarray]) -> tuple[np.ndarray, list[float]]:
-        """Logit maps (N, H/4, W/4) of frames that share one size, and each frame's scale."""
-        prepared = [prepare(f) for f in frames]
-        return self._run(np.stack([p[0] for p in prepared])), [p[1] for p in prepared]
-
     def _plan(self, img: np.ndarray, prev: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int, int]]] | None:
         """What to recompute of ``img``'s heatmap given the heatmap of ``prev`` (the screen before, same size): the
         8-px blocks whose cells may change, and the crops (block rows and columns) to run the detector on; None
