@@ -37,7 +37,8 @@ def main() -> int:
     p = _common.parser(__doc__.splitlines()[0])
     p.add_argument("--model", default=None, help="weights folder (default: shipped weights)")
     p.add_argument("--run", action="append", default=[],
-                   help="also time this run (any format Rollscope reads; repeatable), e.g. a long desktop recording")
+                   help="also time this run (any format Rollscope reads; repeatable), e.g. a long desktop recording; "
+                        "a run without screenshots is judged from its video (its name ends in _video)")
     args = p.parse_args()
     reps = 3 if args.quick else 9
     model = RewardModel.load(Path(args.model) if args.model else WEIGHTS_DIR)
@@ -53,9 +54,11 @@ def main() -> int:
     for path in args.run:
         t = load(path)
         h = t.video.height if t.video else None
-        runs[f"run_{Path(path).name}_{t.n_steps}steps" + (f"_{h}p" if h else "")] = t
+        shots = all(Path(s.screenshot or "").is_file() for s in t.steps)
+        runs[f"run_{Path(path).name}_{t.n_steps}steps" + (f"_{h}p" if h else "") + ("" if shots else "_video")] = t
     for size, traj in runs.items():
-        if not traj.steps or not Path(traj.steps[0].screenshot or "").is_file():
+        if not traj.steps or not (Path(traj.steps[0].screenshot or "").is_file()
+                                  or (traj.video is not None and Path(traj.video.path).is_file())):
             continue
         for prune in (True, False):
             tag = f"{size}_{'pruned' if prune else 'unpruned'}"
