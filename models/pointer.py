@@ -136,12 +136,12 @@ class PointerDetector:
             view[keep] = part[keep]
         return out
 
-    def detect(self, frames: list[np.ndarray], batch: int = 8, incremental: bool = True) -> list[PointerHit]:
+    def detect(self, frames: list[np.ndarray], batch: int = 8) -> list[PointerHit]:
         """One :class:`PointerHit` per frame (frames of different sizes are fine; same-size runs are batched).
 
-        ``incremental``: a frame of the same size as the one before it (a run's next keyframe) whose change is
-        small is detected only around what changed (:meth:`_plan`); the answer is the same as detecting it whole.
-        The other frames are detected whole, in batches.
+        A frame of the same size as the one before it (a run's next keyframe) whose change is small is detected
+        only around what changed (:meth:`_plan`), with the same answer as detecting it whole; the other frames are
+        detected whole, in batches.
         """
         out: list[PointerHit | None] = [None] * len(frames)
         by_shape: dict[tuple[int, ...], list[int]] = {}
@@ -149,8 +149,7 @@ class PointerDetector:
             by_shape.setdefault(f.shape, []).append(i)
         for idx in by_shape.values():
             scaled = [_scaled(frames[i]) for i in idx]
-            plans = [None] + [self._plan(scaled[j][0], scaled[j - 1][0]) if incremental else None
-                              for j in range(1, len(idx))]
+            plans = [None] + [self._plan(scaled[j][0], scaled[j - 1][0]) for j in range(1, len(idx))]
             whole = [j for j, plan in enumerate(plans) if plan is None]
             heats: dict[int, np.ndarray] = {}
             for k in range(0, len(whole), batch):

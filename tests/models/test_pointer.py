@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from models.pointer import PointerDetector, _scaled, _to_input
+from models.pointer import PointerDetector, PointerHit, _scaled, _to_input, decode
 from models.runtime import default_pointer_path
 
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
@@ -20,6 +20,11 @@ def _frames(run: Path) -> list[np.ndarray]:
     assert len(shots) >= 3, run
     frames = [cv2.imread(str(p)) for p in shots]
     return [cv2.cvtColor(f, cv2.COLOR_BGR2RGB) for f in frames if f is not None]
+
+
+def _whole(detector: PointerDetector, frames: list[np.ndarray]) -> list[PointerHit]:
+    """Each frame detected on its own, whole: the reference the incremental path must equal."""
+    return [decode(detector._run(_to_input(img)[None])[0], scale) for img, scale in map(_scaled, frames)]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +39,7 @@ def test_incremental_detection_equals_whole(detector: PointerDetector, run: str)
     if not (path / "frames").is_dir():  # a folder of runs: its first
         path = sorted(p for p in path.iterdir() if (p / "frames").is_dir())[0]
     frames = _frames(path)
-    assert detector.detect(frames) == detector.detect(frames, incremental=False)
+    assert detector.detect(frames) == _whole(detector, frames)
 
 
 def test_updated_heatmap_equals_whole_heatmap(detector: PointerDetector) -> None:
