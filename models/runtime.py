@@ -141,7 +141,13 @@ def _deviation(ex: Example, dist: np.ndarray, instruction: str = "") -> tuple[in
         if c.term in secret_values(instruction):  # evidence never repeats a secret
             return c.frame, "typed a near miss of a secret the instruction gives"
         return c.frame, f"typed {_quote(c.typed)} where the instruction names {_quote(c.term)}"
-    k = int(np.argmax(dist[: ex.n_frames]))
+    d = dist[: ex.n_frames]
+    if ex.acts:  # the log says where the agent acted: a hover or a wait is not where a run deviates, the claim
+        # that ended it may be (it stopped too early)
+        cand = ex.acts + ([ex.claim] if 0 <= ex.claim < ex.n_frames else [])
+        k = cand[int(np.argmax(d[cand]))]
+    else:
+        k = int(np.argmax(d))
     if 0 <= ex.early_stop < ex.n_frames and ex.frame_feat[k, 1] > 0:  # k is the run's end (its last act)
         return ex.early_stop, "claimed DONE right after doing what the instruction names: it stopped too early"
     return k, ""

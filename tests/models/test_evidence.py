@@ -200,6 +200,35 @@ def test_a_done_claim_right_after_the_asked_act_is_where_a_failed_run_stopped_to
     assert make_example(_stopped_run("Cocos Islands"), ask, [0, 1], use_log=False).early_stop == -1  # no claim seen
 
 
+def test_a_hover_or_a_wait_is_never_where_a_logged_run_deviates():
+    import numpy as np
+
+    from models.evidence import RunEvidence
+    from models.perception import FramePercept, ReadLine, RunPercept
+    from models.pointer import PointerHit
+    from models.runtime import first_deviation
+    from models.text import Box
+
+    def frame(change: float, lines: list[ReadLine]) -> FramePercept:
+        return FramePercept(420, 320, PointerHit(0.0, 0.0, 0.0), False, (50.0, 50.0), "none", change, len(lines),
+                            lines)
+
+    acted = ReadLine(Box(40, 40, 60, 16), "Heard Island", 0.9, True, True, 0.0, 1, "log", False)
+    log = [StepAction(["move"]), StepAction(["click"], (50.0, 50.0)), StepAction(["wait"]), StepAction(["done"])]
+    percept = RunPercept(masks=np.ones((4, 4, 4), bool),
+                         frames=[frame(0.1, []), frame(0.2, [acted]), frame(0.0, []), frame(0.0, [])],
+                         visual=np.zeros((0, 16, 16), np.uint8), visual_pos=np.zeros((0, 3), np.int64),
+                         visual_feat=np.zeros((0, 3), np.float32), evidence=RunEvidence(log, "done"))
+    ask = 'Select "Cocos Islands" from the list and click Submit.'
+    ex = make_example(percept, ask, [0, 1, 2, 3])
+    assert ex.acts == [1] and ex.claim == 3  # the click acted; the DONE after it is the run's claim
+    assert first_deviation(ex, np.array([0.5, 0.2, 0.25, 0.05])) == 1  # the hover is the network's peak: the act
+    assert first_deviation(ex, np.array([0.1, 0.2, 0.4, 0.3])) == 3  # the wait is: the claim, likelier than the act
+    plain = make_example(percept, ask, [0, 1, 2, 3], use_log=False)
+    assert plain.acts == [] and plain.claim == -1
+    assert first_deviation(plain, np.array([0.5, 0.2, 0.25, 0.05])) == 0  # no log: the network's keyframe as it is
+
+
 def test_keys_pressed_as_a_list_and_newlines_in_typed_text_are_replayed_like_an_editor():
     from gui_app.core.trajectory.actions import parse_action
     from models.evidence import typed_fields
