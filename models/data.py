@@ -106,10 +106,12 @@ def _init_worker(pointer_path: str, threads: int, pcfg: PerceptionConfig) -> Non
     _WORKER["p"] = Perceiver(PointerDetector(pointer_path, threads=threads), TextReader(threads=threads), pcfg)
 
 
-def perceive_trajectory(perceiver: Perceiver, traj: Trajectory) -> dict[str, Any]:
+def perceive_trajectory(perceiver: Perceiver, traj: Trajectory, max_frames: int = ModelConfig.max_frames
+                        ) -> dict[str, Any]:
     """What the cache holds for one run: its perception, keyframe steps, where the frames came from, step count
-    and instruction (:func:`record_for` turns it into features)."""
-    kf = load_keyframes(traj, ModelConfig.max_frames)  # the recipe's keyframe limit (models.train keeps to it)
+    and instruction (:func:`record_for` turns it into features). ``max_frames``: the recipe's keyframe limit
+    (models.train keeps to it); a fine-tune passes its base's (``RewardModel.max_keyframes``)."""
+    kf = load_keyframes(traj, max_frames)
     # guess: read at the guessed acting point too, so the cache serves the video-only example as well
     return {"percept": perceive_run(perceiver, traj, kf, guess=True), "steps": kf.steps, "source": kf.source,
             "n_steps": traj.n_steps, "instruction": traj.instruction or ""}

@@ -227,9 +227,12 @@ def perceive_runs(runs: Sequence[LabelledRun], model: RewardModel, cache_dir: st
                     payload = read_percept(file)
                 except ValueError:  # damaged, or not ours: perceived again and written over
                     payload = None
+                if payload is not None and len(payload["steps"]) > model.max_keyframes:  # judged on fewer
+                    payload = None
             if payload is None:
                 t0 = time.perf_counter()
-                payload = perceive_trajectory(model.perceiver, formats.load(run.key, library_root=library_root))
+                payload = perceive_trajectory(model.perceiver, formats.load(run.key, library_root=library_root),
+                                              model.max_keyframes)
                 save_percept(file, payload)
                 seconds += time.perf_counter() - t0
             if not payload["instruction"].strip():

@@ -6,8 +6,8 @@ training run folder (``checkpoint.pt``, torch only) through :class:`models.check
 every version the weights were trained with (features, perception, terms, hashing, reader, pointer detector, pointer
 sprite) is the one this code computes. Torch is imported only for the torch backend.
 
-``score(traj)`` reads one keyframe per step end (at most the network's ``max_frames``, uniformly subsampled when
-the run is longer), perceives them (:mod:`models.perception`), matches the instruction (:mod:`models.features`),
+``score(traj)`` reads one keyframe per step end (at most :attr:`RewardModel.max_keyframes`, uniformly subsampled
+when the run is longer), perceives them (:mod:`models.perception`), matches the instruction (:mod:`models.features`),
 runs the network, calibrates its probability and averages it with the run trees' (:mod:`models.trees`; weights
 without trees: the network alone) into p_success, and measures how far the run is from the training data (``ood``:
 1.0 is the 99th percentile of validation runs; above it the verdict is ``unknown`` rather than confident).
@@ -44,9 +44,10 @@ OUTSIDE_SCREENS = ("screens of {w}x{h} px, outside the sizes the model was train
                    "treat the verdict as unknown")
 OUTSIDE_SHAPE = ("screens of {w}x{h} px, width/height {a:.2f}, a shape the model was not trained on "
                  "({a0:.2f}-{a1:.2f}): treat the verdict as unknown")
-OUTSIDE_LENGTH = "{n} keyframes, longer than any run the model was trained on ({n1}): treat the verdict as unknown"
+SUBSAMPLED = ("judged on {k} keyframes spread evenly over its {n} steps, the most the model judges (the steps "
+              "between are folded into them)")
 SIZE_MARGIN = 1.25  # a screen up to 25% smaller or larger than any trained on still counts as seen
-LENGTH_MARGIN = 1.5
+LENGTH_MARGIN = 1.5  # a run is judged on at most this many times the keyframes of the longest run trained
 
 
 def default_pointer_path() -> Path:
@@ -230,11 +231,14 @@ class RewardModel:
             VideoError: no readable recording or screenshots.
         """
         t0 = time.perf_counter()
-        kf = load_keyframes(traj, self.cfg.max_frames)
+        cap = self.max_keyframes
+        kf = load_keyframes(traj, cap)
         t_decode = time.perf_counter() - t0
         percept = perceive_run(self.perceiver, traj, kf, prune=prune, use_log=use_log)
         t0 = time.perf_counter()
         ex = make_example(percept, traj.instruction, kf.steps, use_log=use_log)
+        if len(kf.steps) >= cap and traj.n_steps > len(kf.steps):
+            ex.warnings.append(SUBSAMPLED.format(k=len(kf.steps), n=traj.n_steps))
         if self.harm is not None:
             ex.harm = harm_input(traj, percept, kf.steps, use_log=use_log)
         ex.timings["decode"] = t_decode
@@ -249,15 +253,27 @@ class RewardModel:
         vec = np.concatenate([emb, ex.summary if ex.summary is not None else np.zeros(len(mu) - len(emb))])
         return float(mahalanobis(vec[None], mu, sd, prec)[0] / scale)
 
-    def outside(self, ex: Example) -> list[str]:
-        """Why a run lies outside what the model was trained on by its screen size, shape or length (empty: inside).
+    @property
+    def max_keyframes(self) -> int:
+        """The most keyframes a run is judged on: the network's table, and where the weights record the longest run
+        trained, at most ``LENGTH_MARGIN`` times its keyframes. A longer run is judged on a uniform subsample of its
+        steps (the steps between folded into them: :mod:`models.evidence`) rather than called unknown for its
+        length: judged on half their keyframes, agent B's and desktop profile b's dev runs of 16 steps or more kept
+        their accuracy (72.0% both, AUROC 0.620 and 0.617, 50 runs)."""
+        if not self._range:
+            return self.cfg.max_frames
+        return max(1, min(self.cfg.max_frames, int(math.expm1(self._range.max[0]) * LENGTH_MARGIN + 1e-6)))
 
-        The summary's first three numbers are log1p(keyframes), log(height), log(width) of the first keyframe
+    def outside(self, ex: Example) -> list[str]:
+        """Why a run lies outside what the model was trained on by its screen size or shape (empty: inside); a run
+        longer than any trained is judged on fewer keyframes instead (:attr:`max_keyframes`).
+
+        The summary's second and third numbers are log(height), log(width) of the first keyframe
         (:func:`models.features.summary`)."""
         if not self._range or ex.summary is None:
             return []
         lo, hi = self._range.min, self._range.max
-        n, h, w = math.expm1(ex.summary[0]), math.exp(ex.summary[1]), math.exp(ex.summary[2])
+        h, w = math.exp(ex.summary[1]), math.exp(ex.summary[2])
         h0, h1, w0, w1 = math.exp(lo[1]), math.exp(hi[1]), math.exp(lo[2]), math.exp(hi[2])
         out = []
         a0, a1 = self._range.aspect or (0.0, math.inf)  # weights from before the aspect range: sizes only
@@ -266,9 +282,6 @@ class RewardModel:
                                               h1=round(h1)))
         elif not a0 / SIZE_MARGIN <= w / h <= a1 * SIZE_MARGIN:
             out.append(OUTSIDE_SHAPE.format(w=round(w), h=round(h), a=w / h, a0=a0, a1=a1))
-        n1 = math.expm1(hi[0])
-        if n > n1 * LENGTH_MARGIN:
-            out.append(OUTSIDE_LENGTH.format(n=round(n), n1=round(n1)))
         return out
 
     def prepare(self, traj: Trajectory, prune: bool = True, use_log: bool = True) -> Prepared:

@@ -166,6 +166,30 @@ def test_screens_of_a_size_never_trained_on_make_the_verdict_unknown(tiny_weight
     assert 0.0 <= desk.p_success <= 1.0  # still scored: unknown is a flag, not a refusal
 
 
+def test_a_run_longer_than_any_trained_is_judged_on_fewer_keyframes_not_called_unknown(tiny_weights, samples,
+                                                                                      tmp_path):
+    """A real agent's 50-step run was "unknown" by its length alone: it is judged on as many keyframes as the model
+    judges (the longest trained run's, times LENGTH_MARGIN), spread over the whole run, and says so."""
+    from models.runtime import SUBSAMPLED
+
+    w = tmp_path / "w"
+    shutil.copytree(tiny_weights, w)
+    meta = json.loads((w / "model.json").read_text())
+    n = len(meta["ood"]["mean"]) - ModelConfig.tiny().d_model
+    lo, hi = [0.0] * n, [10.0] * n
+    hi[0] = np.log1p(2)  # the longest run trained had 2 keyframes: 3 are judged
+    meta["ood"]["summary_range"] = {"min": lo, "max": hi}
+    (w / "model.json").write_text(json.dumps(meta))
+    model = RewardModel.load(w)
+    assert model.max_keyframes == 3
+    traj = native.load(_sample(samples, "login-user-success"))
+    assert traj.n_steps > 3
+    r = model.score(traj)
+    assert r.keyframe_steps == [0, round((traj.n_steps - 1) / 2), traj.n_steps - 1]  # first, middle, last step
+    assert SUBSAMPLED.format(k=3, n=traj.n_steps) in r.warnings and not r.unknown
+    assert RewardModel.load(tiny_weights).max_keyframes == ModelConfig.tiny().max_frames  # no range: the table's
+
+
 def test_the_onnx_arena_is_given_back_after_every_run(tiny_weights, samples):
     """A batch padded to a long run grows the CPU arena by hundreds of MB; without shrinkage the app kept that peak
     for good and grew it with every library scoring (issue 19; bench/scoring_memory.py measures the effect)."""
