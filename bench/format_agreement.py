@@ -8,6 +8,9 @@ DIR holds native trajectory folders (the recorders' output). The target (shared/
 imported from two formats gets the same verdict. Figures: runs compared, the share whose verdict, unknown flag and
 first deviating step agree with the native folder's in each format, the largest difference of p_success, and
 runs whose evidence pieces differ (what a format's log keeps: an OSWorld log keeps no typed text it cannot parse).
+The formats get the run's own screenshots (the same pixels); ``osworld_clean`` is the OSWorld folder with the
+screenshots the recorder took without the pointer (as OSWorld's are, and as `collect --layout both` writes them):
+how much the verdict depends on the pointer being drawn, apart from the format.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from gui_app.training import convert  # noqa: E402
 from gui_app.training.dataset import find_trajectories  # noqa: E402
 from models.runtime import RewardModel  # noqa: E402
 
-FORMATS = ("osworld", "atif")
+#: (name, layout, screenshots without the pointer)
+VARIANTS = (("osworld", "osworld", False), ("atif", "atif", False), ("osworld_clean", "osworld", True))
 
 
 def main() -> int:
@@ -43,8 +47,8 @@ def main() -> int:
     if len(paths) > args.limit:
         paths = sorted(random.Random(0).sample(paths, args.limit))
     model = RewardModel.load(Path(args.model) if args.model else None)
-    agree = {f: {"verdict": 0, "unknown": 0, "first": 0, "evidence": 0} for f in FORMATS}
-    max_dp = {f: 0.0 for f in FORMATS}
+    agree = {f: {"verdict": 0, "unknown": 0, "first": 0, "evidence": 0} for f, _, _ in VARIANTS}
+    max_dp = {f: 0.0 for f, _, _ in VARIANTS}
     n, errors = 0, []
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rollscope-formats-") as tmp:
@@ -52,7 +56,8 @@ def main() -> int:
             try:
                 traj = formats.load(str(path))
                 base = model.score(traj)
-                other = {f: model.score(formats.load(str(convert.convert(traj, f, Path(tmp) / f)))) for f in FORMATS}
+                other = {f: model.score(formats.load(str(convert.convert(traj, layout, Path(tmp) / f, clean))))
+                         for f, layout, clean in VARIANTS}
             except (RollscopeError, OSError, ValueError) as exc:
                 errors.append(f"{path}: {exc}")
                 continue
@@ -67,9 +72,10 @@ def main() -> int:
         _common.log(f"not compared: {e}")
     fig.add("runs", n, f"native runs of {args.data}")
     fig.add("not_compared", len(errors))
-    for f in FORMATS:
+    for f, _, clean in VARIANTS:
         for what, count in agree[f].items():
-            fig.add(f"{what}_agreement_{f}", count / n if n else float("nan"), f"share of runs ({f} vs native)")
+            fig.add(f"{what}_agreement_{f}", count / n if n else float("nan"),
+                    f"share of runs ({f} vs native{', screens without the pointer' if clean else ''})")
         fig.add(f"max_abs_dp_{f}", max_dp[f], "largest |p_success difference|")
     fig.add("seconds", time.monotonic() - t0, "s")
     fig.emit()

@@ -82,6 +82,19 @@ def test_osworld_layout_is_what_osworld_writes(episode, tmp_path):
     assert cfg["id"] == eid and cfg["instruction"] == traj.instruction and cfg["snapshot"] == "miniwob"
 
 
+def test_the_runs_own_screenshots_can_be_kept_so_only_the_layout_differs(episode, tmp_path):
+    """bench/format_agreement.py compares layouts on the same pixels: ``clean=False`` keeps the pointer drawn."""
+    traj = native.load(episode)
+    run = convert.convert(traj, "osworld", tmp_path / "ow", clean=False)
+    first = sorted(run.glob("step_1_*.png"))[0]
+    assert not cv2.imread(str(first))[:10, :10].any()  # the run's own screenshot: the pointer is there
+    atif = convert.convert(traj, "atif", tmp_path / "atif", clean=False)
+    own = [cv2.imread(str(atif.parent / "images" / n)) for n in ("initial.png", "step_1.png")]
+    assert all(not img[:10, :10].any() for img in own)
+    clean = convert.convert(traj, "atif", tmp_path / "atif-clean")
+    assert cv2.imread(str(clean.parent / "images" / "step_1.png"))[:10, :10].any()
+
+
 def test_both_layouts_import_back_alike(episode, tmp_path, capsys):
     traj = native.load(episode)
     run = convert.to_osworld(traj, tmp_path / "ow")

@@ -19,7 +19,8 @@ exercised on runs whose truth we know. The writers follow what the projects them
   as agent steps without tool call) and ``<trial>/result.json`` (``verifier_result.rewards.reward``).
 
 Pure core: reads a :class:`~gui_app.core.trajectory.model.Trajectory` (any source) and writes files; never records.
-Screenshots without the pointer are taken from ``step.extra['screenshot_clean']`` when the recorder kept them.
+Screenshots without the pointer are taken from ``step.extra['screenshot_clean']`` when the recorder kept them
+(``clean`` False: the run's own screenshots, pointer and all: the same pixels in another layout).
 """
 
 from __future__ import annotations
@@ -137,8 +138,8 @@ def computer_call(step: Step) -> dict[str, Any] | None:
     raise ConvertError(f"step {step.index}: no computer-tool form for action {step.action!r} ({t})")
 
 
-def _clean_shot(traj: Trajectory, step: Step) -> Path | None:
-    rel = step.extra.get("screenshot_clean")
+def _clean_shot(traj: Trajectory, step: Step, clean: bool = True) -> Path | None:
+    rel = step.extra.get("screenshot_clean") if clean else None
     if rel:
         p = traj.root / rel
         if p.is_file():
@@ -200,8 +201,9 @@ def _recording(traj: Trajectory, dest: Path, t1: list[float]) -> None:
     write_video(dest, frames, fps=RECORDING_FPS, repeats=[max(1, round(d * RECORDING_FPS)) for d in durations])
 
 
-def to_osworld(traj: Trajectory, root: str | Path) -> Path:
+def to_osworld(traj: Trajectory, root: str | Path, clean: bool = True) -> Path:
     """Write ``traj`` as an OSWorld result folder under ``root`` (plus its task config); returns the run folder.
+    ``clean``: screenshots without the pointer where the recorder kept them (as OSWorld's are).
 
     Raises:
         ConvertError: a step with no pyautogui form, or no frames to build the recording from.
@@ -217,7 +219,7 @@ def to_osworld(traj: Trajectory, root: str | Path) -> Path:
         for i, s in enumerate(traj.steps):
             stamp = _stamp(start, t0[i])
             shot = f"step_{i + 1}_{stamp}.png"
-            src = _clean_shot(traj, s)
+            src = _clean_shot(traj, s, clean)
             if src is None or not src.is_file():
                 raise ConvertError(f"{traj.source_path}: step {s.index} has no screenshot")
             shutil.copy2(src, tmp / shot)
@@ -252,8 +254,9 @@ def _image(path: str) -> dict[str, Any]:
     return {"type": "image", "source": {"media_type": "image/png", "path": path}}
 
 
-def to_atif(traj: Trajectory, root: str | Path) -> Path:
+def to_atif(traj: Trajectory, root: str | Path, clean: bool = True) -> Path:
     """Write ``traj`` as a Harbor trial with an ATIF v1.6 trajectory under ``root``; returns the JSON file.
+    ``clean``: as :func:`to_osworld`'s.
 
     Raises:
         ConvertError: a step with no computer-tool form, or a missing screenshot.
@@ -266,13 +269,13 @@ def to_atif(traj: Trajectory, root: str | Path) -> Path:
         start, t0, _t1 = _times(traj)
         iso = lambda sec: (start + timedelta(seconds=sec)).isoformat().replace("+00:00", "Z")  # noqa: E731
         first: list[dict[str, Any]] = [{"type": "text", "text": traj.instruction}]
-        init = _initial_shot(traj, clean=True)
+        init = _initial_shot(traj, clean)
         if init is not None:
             shutil.copy2(init, tmp / "agent" / "images" / "initial.png")
             first.append(_image("images/initial.png"))
         steps: list[dict[str, Any]] = [{"step_id": 1, "timestamp": iso(0.0), "source": "user", "message": first}]
         for i, s in enumerate(traj.steps):
-            src = _clean_shot(traj, s)
+            src = _clean_shot(traj, s, clean)
             if src is None or not src.is_file():
                 raise ConvertError(f"{traj.source_path}: step {s.index} has no screenshot")
             name = f"images/step_{i + 1}.png"
@@ -303,10 +306,11 @@ def to_atif(traj: Trajectory, root: str | Path) -> Path:
     return dest / "agent" / "trajectory.json"
 
 
-def convert(traj: Trajectory, fmt: str, root: str | Path) -> Path:
-    """Write ``traj`` in layout ``fmt`` (``osworld`` or ``atif``) under ``root``; returns what was written."""
+def convert(traj: Trajectory, fmt: str, root: str | Path, clean: bool = True) -> Path:
+    """Write ``traj`` in layout ``fmt`` (``osworld`` or ``atif``) under ``root``; returns what was written.
+    ``clean``: screenshots without the pointer where the recorder kept them (False: the run's own)."""
     if fmt == "osworld":
-        return to_osworld(traj, root)
+        return to_osworld(traj, root, clean)
     if fmt == "atif":
-        return to_atif(traj, root)
+        return to_atif(traj, root, clean)
     raise ConvertError(f"unknown layout {fmt!r} (known: {', '.join(FORMATS)})")
