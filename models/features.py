@@ -206,7 +206,7 @@ class Example:
     contradiction: Contradiction | None = None  # the first logged action that contradicts the instruction
     early_stop: int = -1  # the keyframe of a DONE claim made right after an act that did what was asked (-1: none)
     acts: list[int] = field(default_factory=list)  # keyframes where the log says the agent acted on the task
-    claim: int = -1  # the keyframe of the first DONE claim after the last act (-1: none, or no log)
+    claim_frame: int = -1  # the keyframe of the first DONE claim after the last act (-1: none, or no log)
 
     @property
     def n_frames(self) -> int:
@@ -395,7 +395,7 @@ def make_example(percept: RunPercept, instruction: str, keyframe_steps_: list[in
     ex.contradiction = contradiction(instruction, actions)
     if actions:  # habits (hovers, waits, claims) are not acts on the task
         ex.acts = [k for k in range(min(t_count, len(actions))) if set(actions[k].kinds) - HABITS]
-        ex.claim = next((k for k in range(ex.acts[-1] + 1 if ex.acts else 0, min(t_count, len(actions)))
+        ex.claim_frame = next((k for k in range(ex.acts[-1] + 1 if ex.acts else 0, min(t_count, len(actions)))
                          if "done" in actions[k].kinds), -1)
     # The agent claimed DONE after its last act (only habits between), and that act clicked or typed what the
     # instruction names: if the run failed, it stopped too early, and the claim is where it deviated.

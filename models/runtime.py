@@ -145,7 +145,7 @@ def _deviation(ex: Example, dist: np.ndarray, instruction: str = "") -> tuple[in
     d = dist[: ex.n_frames]
     if ex.acts:  # the log says where the agent acted: a hover or a wait is not where a run deviates, the claim
         # that ended it may be (it stopped too early)
-        cand = ex.acts + ([ex.claim] if 0 <= ex.claim < ex.n_frames else [])
+        cand = ex.acts + ([ex.claim_frame] if 0 <= ex.claim_frame < ex.n_frames else [])
         k = cand[int(np.argmax(d[cand]))]
     else:
         k = int(np.argmax(d))

@@ -221,11 +221,11 @@ def test_a_hover_or_a_wait_is_never_where_a_logged_run_deviates():
                          visual_feat=np.zeros((0, 3), np.float32), evidence=RunEvidence(log, "done"))
     ask = 'Select "Cocos Islands" from the list and click Submit.'
     ex = make_example(percept, ask, [0, 1, 2, 3])
-    assert ex.acts == [1] and ex.claim == 3  # the click acted; the DONE after it is the run's claim
+    assert ex.acts == [1] and ex.claim_frame == 3  # the click acted; the DONE after it is the run's claim
     assert first_deviation(ex, np.array([0.5, 0.2, 0.25, 0.05])) == 1  # the hover is the network's peak: the act
     assert first_deviation(ex, np.array([0.1, 0.2, 0.4, 0.3])) == 3  # the wait is: the claim, likelier than the act
     plain = make_example(percept, ask, [0, 1, 2, 3], use_log=False)
-    assert plain.acts == [] and plain.claim == -1
+    assert plain.acts == [] and plain.claim_frame == -1
     assert first_deviation(plain, np.array([0.5, 0.2, 0.25, 0.05])) == 0  # no log: the network's keyframe as it is
 
 
